@@ -1,0 +1,127 @@
+"""The action registry: named callables with a JSON Schema for their payload.
+
+Register your own in any installed app (imported from its ``AppConfig.ready``)::
+
+    from tasks_app import actions
+
+    @actions.register(
+        "send-reminder-email",
+        schema={"type": "object", "required": ["to"], "properties": {"to": {"type": "string"}}},
+        description="Email a reminder.",
+    )
+    def send_reminder_email(payload: dict, ctx: actions.RunContext) -> str:
+        ...
+        return "sent"
+
+An action returns its output text (``str``), an :class:`Outcome` (output + JSON result), or
+``None``; raising an exception fails the run. A payload that breaks the schema is refused
+when the task is saved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+JSON = Any
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What an action knows about the run it serves. Key side effects by ``run_id``."""
+
+    run_id: str
+    task_id: str
+    attempt: int
+    scheduled_for: datetime
+    due_at: datetime
+    timeout_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    output: str = ""
+    result: JSON = None
+
+
+ActionFunc = Callable[[dict[str, JSON], RunContext], "str | Outcome | None"]
+
+
+class PayloadError(ValueError):
+    """The payload does not fit the action's schema; ``messages`` name each path."""
+
+    def __init__(self, messages: list[str]):
+        super().__init__("; ".join(messages))
+        self.messages = messages
+
+
+class ActionError(Exception):
+    """A failure an action reports on purpose. ``retryable=False`` skips retries."""
+
+    def __init__(self, message: str, *, retryable: bool = True):
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    func: ActionFunc
+    schema: dict[str, JSON]
+    description: str = ""
+    validator: Draft202012Validator = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+
+    def validate(self, payload: JSON) -> None:
+        errors = sorted(self.validator.iter_errors(payload), key=lambda e: list(e.path))
+        if errors:
+            raise PayloadError([_describe(error) for error in errors])
+
+
+def _describe(error: Any) -> str:
+    path = ".".join(str(part) for part in error.absolute_path)
+    return f"{path}: {error.message}" if path else error.message
+
+
+_REGISTRY: dict[str, Action] = {}
+
+
+def register(
+    name: str, *, schema: dict[str, JSON] | None = None, description: str = ""
+) -> Callable[[ActionFunc], ActionFunc]:
+    """Register ``func`` as the action ``name`` with a JSON Schema for its payload."""
+    full_schema = schema or {"type": "object"}
+    try:
+        Draft202012Validator.check_schema(full_schema)
+    except SchemaError as exc:
+        raise ValueError(f"action {name!r}: invalid payload schema: {exc.message}") from exc
+
+    def decorator(func: ActionFunc) -> ActionFunc:
+        if name in _REGISTRY and _REGISTRY[name].func is not func:
+            raise ValueError(f"action {name!r} is already registered")
+        _REGISTRY[name] = Action(
+            name=name,
+            func=func,
+            schema=full_schema,
+            description=description or (func.__doc__ or "").strip().split("\n")[0],
+            validator=Draft202012Validator(full_schema),
+        )
+        return func
+
+    return decorator
+
+
+def get(name: str) -> Action:
+    """The registered action ``name``; ``KeyError`` if there is none."""
+    return _REGISTRY[name]
+
+
+def all_actions() -> list[Action]:
+    return sorted(_REGISTRY.values(), key=lambda a: a.name)
+
+
+from . import builtin  # noqa: E402,F401  (registers the built-in actions)

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class TasksAppConfig(AppConfig):
+    name = "tasks_app"
+    verbose_name = "Scheduled tasks"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import actions  # noqa: F401  (registers the built-in actions)

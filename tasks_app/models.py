@@ -1,0 +1,232 @@
+"""Tasks (what to do and when) and runs (one execution each).
+
+Statuses only move through the service layer (``tasks_app.services``), along the edges
+listed in ``RUN_TRANSITIONS``; models carry no side effects in ``save()``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+
+class ScheduleType(models.TextChoices):
+    NONE = "none", "On demand"
+    ONCE = "once", "Once, at a time"
+    INTERVAL = "interval", "Every N seconds"
+    CRON = "cron", "Cron expression"
+
+
+RECURRING = (ScheduleType.INTERVAL, ScheduleType.CRON)
+
+
+class TaskStatus(models.TextChoices):
+    CREATED = "created"
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    RETRYING = "retrying"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+
+
+FINAL_RUN_STATUSES = frozenset(
+    {
+        RunStatus.COMPLETED,
+        RunStatus.FAILED,
+        RunStatus.RETRYING,
+        RunStatus.EXPIRED,
+        RunStatus.CANCELLED,
+        RunStatus.SKIPPED,
+    }
+)
+ACTIVE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING})
+
+# The only edges a run's status may take (enforced by conditional updates in services).
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    RunStatus.PENDING: frozenset(
+        {RunStatus.QUEUED, RunStatus.CANCELLED, RunStatus.EXPIRED, RunStatus.SKIPPED}
+    ),
+    RunStatus.QUEUED: frozenset(
+        {RunStatus.PENDING, RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.EXPIRED}
+    ),
+    RunStatus.RUNNING: frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.RETRYING}),
+}
+
+
+class Trigger(models.TextChoices):
+    MANUAL = "manual"
+    DELAY = "delay"
+    AT = "at"
+    SCHEDULE = "schedule"
+    RETRY = "retry"
+    BACKFILL = "backfill"
+    API = "api"
+    CLI = "cli"
+    ADMIN = "admin"
+
+
+def default_queue() -> str:
+    return str(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+task_id_validator = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    "Use letters, digits, '-', '_' and '.', starting with a letter or digit.",
+)
+
+
+class Task(models.Model):
+    id = models.CharField(primary_key=True, max_length=100, validators=[task_id_validator])
+    name = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    action = models.CharField(max_length=100)
+    payload = models.JSONField(default=dict, blank=True)
+
+    queue = models.CharField(max_length=100, default=default_queue)
+    priority = models.PositiveSmallIntegerField(
+        default=5, validators=[MinValueValidator(0), MaxValueValidator(9)]
+    )
+    max_retries = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(100)])
+    retry_backoff_seconds = models.PositiveIntegerField(default=10)
+    timeout_seconds = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    expires_after_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="A run that could not start this long after its due time is expired.",
+    )
+
+    schedule_type = models.CharField(
+        max_length=10, choices=ScheduleType.choices, default=ScheduleType.NONE
+    )
+    run_at = models.DateTimeField(null=True, blank=True, help_text="For 'once' schedules.")
+    interval_seconds = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)]
+    )
+    cron = models.CharField(
+        max_length=200, blank=True, help_text="5 fields: minute hour day-of-month month weekday."
+    )
+    timezone = models.CharField(max_length=64, default="UTC", help_text="IANA name for cron.")
+
+    paused = models.BooleanField(default=False)
+    pause_note = models.TextField(blank=True)
+    paused_at = models.DateTimeField(null=True, blank=True)
+    paused_by = models.CharField(max_length=150, blank=True)
+
+    status = models.CharField(
+        max_length=10, choices=TaskStatus.choices, default=TaskStatus.CREATED
+    )
+    next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
+    periodic_task = models.OneToOneField(
+        "django_celery_beat.PeriodicTask",
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.SET_NULL,
+        related_name="owner_task",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            # Beat's hot query: recurring, unpaused tasks by their next fire.
+            models.Index(
+                fields=["next_run_at"],
+                name="task_due_fire_idx",
+                condition=models.Q(schedule_type__in=["interval", "cron"], paused=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def is_recurring(self) -> bool:
+        return self.schedule_type in RECURRING
+
+    def clean(self) -> None:
+        from .validation import validate_task
+
+        validate_task(self)
+
+
+class Run(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
+    trigger = models.CharField(max_length=10, choices=Trigger.choices)
+    status = models.CharField(
+        max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING
+    )
+    attempt = models.PositiveIntegerField(default=1)
+    first_attempt = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retries"
+    )
+
+    scheduled_for = models.DateTimeField(help_text="The instant this run stands for.")
+    due_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lateness_ms = models.FloatField(null=True, blank=True, help_text="started_at - due_at, in ms")
+    worker = models.CharField(max_length=200, blank=True)
+
+    output = models.TextField(blank=True)
+    truncated = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    result = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-due_at"]
+        constraints = [
+            # A recurring schedule's fire is recorded once, however many beats replay it.
+            models.UniqueConstraint(
+                fields=["task", "scheduled_for"],
+                condition=models.Q(trigger__in=["schedule", "backfill"]),
+                name="run_unique_fire",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["due_at"],
+                name="run_pending_due_idx",
+                condition=models.Q(status="pending"),
+            ),
+            models.Index(fields=["task", "-due_at"], name="run_task_due_idx"),
+            models.Index(fields=["status", "-due_at"], name="run_status_due_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} run {self.id}"
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.started_at and self.finished_at:
+            return round((self.finished_at - self.started_at).total_seconds() * 1000)
+        return None
+
+
+def lateness_ms(started_at: datetime, due_at: datetime) -> float:
+    return round((started_at - due_at).total_seconds() * 1000, 3)

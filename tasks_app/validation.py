@@ -1,0 +1,134 @@
+"""Input rules shared by every entry point (admin forms, API, CLI, services).
+
+Each check raises Django's ``ValidationError`` keyed by the field it is about, so the admin
+shows it next to the field, the API returns it in ``detail`` and the CLI prints it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from . import actions, scheduling
+from .models import ScheduleType, Task
+
+
+def _human(seconds: float) -> str:
+    days = seconds / 86400
+    return f"{days:g} days" if days >= 1 else f"{seconds:g} s"
+
+
+def max_delay() -> timedelta:
+    return timedelta(seconds=settings.TASKS_MAX_DELAY_SECONDS)
+
+
+def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timedelta:
+    """A delay must be a finite number of seconds in ``[0, TASKS_MAX_DELAY]``."""
+    try:
+        value = float(delay_seconds)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError({field: ["must be a number of seconds"]}) from exc
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValidationError({field: ["must be a finite number of seconds"]})
+    if value < 0:
+        raise ValidationError({field: ["must not be negative"]})
+    if value > settings.TASKS_MAX_DELAY_SECONDS:
+        raise ValidationError(
+            {field: [f"must be at most {_human(settings.TASKS_MAX_DELAY_SECONDS)} (TASKS_MAX_DELAY)"]}
+        )
+    return timedelta(seconds=value)
+
+
+def check_run_at(run_at: datetime, *, now: datetime, field: str = "run_at") -> datetime:
+    """``run_at`` must be aware, not in the past beyond a small grace, nor too far ahead."""
+    if timezone.is_naive(run_at):
+        raise ValidationError({field: ["must include a time-zone offset (e.g. 'Z' or '+02:00')"]})
+    grace = timedelta(seconds=settings.TASKS_RUN_AT_GRACE_SECONDS)
+    if run_at < now - grace:
+        raise ValidationError(
+            {field: [f"is in the past ({run_at.isoformat()}); give a future instant"]}
+        )
+    if run_at > now + max_delay():
+        raise ValidationError(
+            {field: [f"is more than {_human(settings.TASKS_MAX_DELAY_SECONDS)} ahead (TASKS_MAX_DELAY)"]}
+        )
+    return run_at
+
+
+def check_expiry(
+    *, expires_in_seconds: float | None, expires_at: datetime | None, due_at: datetime
+) -> datetime | None:
+    """The deadline after which a not-yet-started run is expired instead of run late."""
+    if expires_in_seconds is not None and expires_at is not None:
+        raise ValidationError({"expires_at": ["give either expires_in_seconds or expires_at, not both"]})
+    if expires_in_seconds is not None:
+        return due_at + check_delay(expires_in_seconds, field="expires_in_seconds")
+    if expires_at is not None:
+        if timezone.is_naive(expires_at):
+            raise ValidationError({"expires_at": ["must include a time-zone offset"]})
+        if expires_at <= due_at:
+            raise ValidationError({"expires_at": ["must be after the run's due time"]})
+    return expires_at
+
+
+def validate_task(task: Task, *, now: datetime | None = None) -> None:
+    """Check the rules that span fields: action, payload schema, schedule, time zone."""
+    errors: dict[str, list[str]] = {}
+    now = now or timezone.now()
+
+    try:
+        action = actions.get(task.action)
+    except KeyError:
+        known = ", ".join(a.name for a in actions.all_actions())
+        errors["action"] = [f"unknown action {task.action!r}; known actions: {known}"]
+    else:
+        if not isinstance(task.payload, dict):
+            errors["payload"] = ["must be a JSON object"]
+        else:
+            try:
+                action.validate(task.payload)
+            except actions.PayloadError as exc:
+                errors["payload"] = [f"does not fit action {task.action!r}: {m}" for m in exc.messages]
+
+    try:
+        scheduling.get_zone(task.timezone)
+    except scheduling.ZoneError as exc:
+        errors["timezone"] = [str(exc)]
+
+    kind = task.schedule_type
+    if kind == ScheduleType.ONCE:
+        if task.run_at is None:
+            errors["run_at"] = ["is required for a 'once' schedule"]
+        elif _run_at_changed(task):
+            try:
+                check_run_at(task.run_at, now=now)
+            except ValidationError as exc:
+                errors.update(exc.message_dict)
+    elif kind == ScheduleType.INTERVAL:
+        if not task.interval_seconds:
+            errors["interval_seconds"] = ["is required for an 'interval' schedule (at least 1)"]
+        elif task.interval_seconds > settings.TASKS_MAX_DELAY_SECONDS:
+            errors["interval_seconds"] = ["must not exceed TASKS_MAX_DELAY"]
+    elif kind == ScheduleType.CRON:
+        if not task.cron:
+            errors["cron"] = ["is required for a 'cron' schedule"]
+        else:
+            try:
+                scheduling.parse_cron(task.cron)
+            except scheduling.CronError as exc:
+                errors["cron"] = [f"invalid cron expression: {exc}"]
+    elif kind != ScheduleType.NONE:
+        errors["schedule_type"] = [f"must be one of {', '.join(ScheduleType.values)}"]
+
+    if errors:
+        raise ValidationError(errors)
+
+
+def _run_at_changed(task: Task) -> bool:
+    if task._state.adding:
+        return True
+    stored = Task.objects.filter(pk=task.pk).values_list("run_at", "schedule_type").first()
+    return stored is None or stored != (task.run_at, task.schedule_type)
