@@ -240,6 +240,7 @@ TASKS_MAX_DELAY_SECONDS = env_float("TASKS_MAX_DELAY_SECONDS", 365 * 24 * 3600)
 TASKS_RUN_AT_GRACE_SECONDS = env_float("TASKS_RUN_AT_GRACE_SECONDS", 5.0)
 TASKS_DEFAULT_TIMEOUT_SECONDS = int(os.environ.get("TASKS_DEFAULT_TIMEOUT_SECONDS", "3600"))
 TASKS_OUTPUT_LIMIT_BYTES = 64 * 1024
+TASKS_BACKFILL_MAX_RUNS = int(os.environ.get("TASKS_BACKFILL_MAX_RUNS", "1000"))
 TASKS_RELEASE_BATCH = int(os.environ.get("TASKS_RELEASE_BATCH", "1000"))
 
 # --- Logging ------------------------------------------------------------------------------

@@ -24,6 +24,18 @@ class ScheduleType(models.TextChoices):
 RECURRING = (ScheduleType.INTERVAL, ScheduleType.CRON)
 
 
+class OverlapPolicy(models.TextChoices):
+    ALLOW = "allow", "Allow overlapping runs"
+    SKIP = "skip", "Skip a fire while a run is active"
+    BUFFER_ONE = "buffer_one", "Keep at most one waiting run"
+
+
+class CatchupPolicy(models.TextChoices):
+    SKIP = "skip", "Skip missed fires"
+    LATEST = "latest", "One run for the missed fires"
+    ALL = "all", "Every missed fire within the window"
+
+
 class TaskStatus(models.TextChoices):
     CREATED = "created"
     PENDING = "pending"
@@ -127,6 +139,32 @@ class Task(models.Model):
     )
     timezone = models.CharField(max_length=64, default="UTC", help_text="IANA name for cron.")
 
+    start_at = models.DateTimeField(null=True, blank=True, help_text="No fire before this.")
+    end_at = models.DateTimeField(null=True, blank=True, help_text="No fire after this.")
+    max_runs = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Stop after N fires."
+    )
+    jitter_seconds = models.PositiveIntegerField(default=0)
+    overlap_policy = models.CharField(
+        max_length=10, choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW
+    )
+    catchup = models.CharField(
+        max_length=10, choices=CatchupPolicy.choices, default=CatchupPolicy.SKIP
+    )
+    catchup_window_seconds = models.PositiveIntegerField(default=3600)
+    pause_after_failures = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Pause the task after this many consecutive failed runs.",
+    )
+    alert_after_seconds = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Raise the missed-run alarm when a fire has not completed this long after it.",
+    )
+    fire_count = models.PositiveIntegerField(default=0, editable=False)
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+    alarm_since = models.DateTimeField(null=True, blank=True, editable=False)
+    alarm_note = models.TextField(blank=True, editable=False)
+
     paused = models.BooleanField(default=False)
     pause_note = models.TextField(blank=True)
     paused_at = models.DateTimeField(null=True, blank=True)
@@ -192,6 +230,9 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     lateness_ms = models.FloatField(null=True, blank=True, help_text="started_at - due_at, in ms")
     worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Renewed by the worker while the run is running."
+    )
 
     output = models.TextField(blank=True)
     truncated = models.BooleanField(default=False)
@@ -230,3 +271,21 @@ class Run(models.Model):
 
 def lateness_ms(started_at: datetime, due_at: datetime) -> float:
     return round((started_at - due_at).total_seconds() * 1000, 3)
+
+
+class TaskAuditEntry(models.Model):
+    """Who changed what on a task, from what, to what. Kept after the task is deleted."""
+
+    task_id = models.CharField(max_length=100, db_index=True)
+    at = models.DateTimeField(auto_now_add=True)
+    by = models.CharField(max_length=150, blank=True)
+    event = models.CharField(max_length=20)  # created, updated, paused, resumed, deleted, ...
+    changes = models.JSONField(default=dict, blank=True)  # {field: [old, new]}
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-at"]
+        verbose_name_plural = "task audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.task_id} {self.event} by {self.by or '-'}"

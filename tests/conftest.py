@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.processes import Proc, start_beat, start_worker
+
+
+@pytest.fixture(scope="session")
+def process_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("process-logs")
+
+
+@pytest.fixture(scope="session")
+def _session_queue(django_db_setup: None) -> Iterator[str]:
+    from django.conf import settings
+
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    yield queue
+    from project.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_delete(queue)
+    except Exception:  # the queue may never have been declared
+        pass
+
+
+@pytest.fixture(scope="session")
+def worker(_session_queue: str, django_db_blocker: object, process_logs: Path) -> Iterator[Proc]:
+    """A real ``celery worker`` (prefork, 2 processes) shared by the session's e2e tests."""
+    proc = start_worker(process_logs)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def beat_factory(_session_queue: str, process_logs: Path) -> Iterator[object]:
+    """Start real ``celery beat`` processes; all are stopped when the test ends."""
+    started: list[Proc] = []
+
+    def start(**env: str) -> Proc:
+        proc = start_beat(process_logs, **env)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
+@pytest.fixture
+def worker_factory(_session_queue: str, process_logs: Path) -> Iterator[object]:
+    """Start extra real workers (for tests that kill or stop them); stopped at test end."""
+    started: list[Proc] = []
+
+    def start(**kwargs: object) -> Proc:
+        proc = start_worker(process_logs, **kwargs)  # type: ignore[arg-type]
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()

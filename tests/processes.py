@@ -1,0 +1,112 @@
+"""Real ``celery worker`` / ``celery beat`` processes for end-to-end tests.
+
+They run against the test database (the one pytest-django created), the real broker and a
+queue unique to this test session, so parallel sessions and leftovers never mix.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def wait_until(predicate: Callable[[], Any], *, timeout: float, interval: float = 0.1,
+               message: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+        time.sleep(interval)
+
+
+def test_database_url() -> str:
+    cfg = connection.settings_dict
+    if cfg["ENGINE"].endswith("sqlite3"):
+        raise RuntimeError("end-to-end tests need the Postgres test database")
+    user = cfg.get("USER") or ""
+    password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    return f"postgres://{auth}{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{cfg['NAME']}"
+
+
+def process_env(**extra: str) -> dict[str, str]:
+    env = os.environ.copy()
+    env["DATABASE_URL"] = test_database_url()
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    stopped: bool = field(default=False)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_log(self, text: str, timeout: float = 30) -> None:
+        wait_until(lambda: text in self.log() or self.popen.poll() is not None,
+                   timeout=timeout, message=f"{self.name} to log {text!r}")
+        if text not in self.log():
+            raise AssertionError(f"{self.name} exited early:\n{self.log()[-3000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+        if self.popen.poll() is None:
+            os.killpg(self.popen.pid, sig)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait(10)
+        self.stopped = True
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group (the main process and its pool children)."""
+        self.stop(signal.SIGKILL)
+
+
+def _spawn(name: str, args: list[str], log_dir: Path, env: dict[str, str]) -> Proc:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}-{time.time_ns()}.log"
+    handle = log_path.open("wb")
+    popen = subprocess.Popen(
+        args, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    return Proc(name=name, popen=popen, log_path=log_path)
+
+
+def start_worker(log_dir: Path, *, concurrency: int = 2, pool: str = "prefork",
+                 hostname: str | None = None, **env: str) -> Proc:
+    args = [sys.executable, "-m", "celery", "-A", "project", "worker", "-l", "info",
+            "--pool", pool, "--concurrency", str(concurrency),
+            "--without-gossip", "--without-mingle", "--without-heartbeat",
+            "-n", hostname or f"test-{time.time_ns()}@%h"]
+    proc = _spawn("worker", args, log_dir, process_env(**env))
+    proc.wait_for_log("ready.")
+    return proc
+
+
+def start_beat(log_dir: Path, **env: str) -> Proc:
+    args = [sys.executable, "-m", "celery", "-A", "project", "beat", "-l", "info",
+            "--pidfile", str(log_dir / f"beat-{time.time_ns()}.pid")]
+    proc = _spawn("beat", args, log_dir, process_env(**env))
+    proc.wait_for_log("beat: Starting")
+    return proc
