@@ -1,0 +1,91 @@
+"""The missed-run alarm (a dead man's switch) for tasks with ``alert_after_seconds``.
+
+A recurring task is *in alarm* when a fire it should have made has not completed within
+``alert_after_seconds`` of its instant: the fire's run is still waiting, running, failed or
+expired, or beat never recorded it at all (``next_run_at`` is that far in the past). The
+alarm clears as soon as a later run completes. Entering the alarm logs at ERROR and, when
+``TASKS_ALARM_WEBHOOK_URL`` is set, POSTs a JSON notice there through the ``http`` action
+(same address checks as any webhook). Beat evaluates alarms on its ticks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Max
+
+from .models import RECURRING, Run, RunStatus, Task, Trigger
+
+log = logging.getLogger(__name__)
+
+
+def overdue_fire(task: Task, *, now: datetime) -> datetime | None:
+    """The oldest fire instant of ``task`` that should have completed by ``now`` and has not."""
+    assert task.alert_after_seconds is not None
+    cutoff = now - timedelta(seconds=task.alert_after_seconds)
+    last_ok = task.runs.filter(status=RunStatus.COMPLETED).aggregate(last=Max("scheduled_for"))["last"]
+    unmet = Run.objects.filter(task=task, trigger=Trigger.SCHEDULE, scheduled_for__lte=cutoff)
+    if last_ok is not None:
+        unmet = unmet.filter(scheduled_for__gt=last_ok)
+    first_unmet = (
+        unmet.exclude(scheduled_for__in=Run.objects.filter(task=task, status=RunStatus.COMPLETED)
+                      .values("scheduled_for"))
+        .order_by("scheduled_for")
+        .values_list("scheduled_for", flat=True)
+        .first()
+    )
+    if first_unmet is not None:
+        return first_unmet
+    if task.next_run_at is not None and task.next_run_at <= cutoff:
+        return task.next_run_at  # beat never recorded this fire
+    return None
+
+
+def alarms_check(*, now: datetime) -> tuple[int, int]:
+    """Raise and clear alarms; returns (raised, cleared)."""
+    raised = cleared = 0
+    watched = Task.objects.filter(
+        alert_after_seconds__isnull=False, schedule_type__in=RECURRING, paused=False
+    )
+    for task in watched:
+        fire = overdue_fire(task, now=now)
+        if fire is not None and task.alarm_since is None:
+            note = (f"fire at {fire.isoformat()} has not completed within "
+                    f"{task.alert_after_seconds} s")
+            Task.objects.filter(pk=task.pk, alarm_since__isnull=True).update(alarm_since=now, alarm_note=note)
+            log.error("missed-run alarm for task %s: %s", task.id, note,
+                      extra={"task_id": task.id})
+            _notify(task.id, note, now)
+            raised += 1
+        elif fire is None and task.alarm_since is not None:
+            Task.objects.filter(pk=task.pk).update(alarm_since=None, alarm_note="")
+            log.info("missed-run alarm for task %s cleared", task.id, extra={"task_id": task.id})
+            cleared += 1
+    # Paused or unscheduled tasks are not expected to run: drop their alarms.
+    Task.objects.filter(alarm_since__isnull=False).exclude(pk__in=watched.values("pk")).update(
+        alarm_since=None, alarm_note=""
+    )
+    return raised, cleared
+
+
+def _notify(task_id: str, note: str, now: datetime) -> None:
+    url = getattr(settings, "TASKS_ALARM_WEBHOOK_URL", "")
+    if not url:
+        return
+
+    def post() -> None:
+        from . import actions
+
+        try:
+            http = actions.get("http")
+            ctx = actions.RunContext(run_id="alarm", task_id=task_id, attempt=1,
+                                     scheduled_for=now, due_at=now, timeout_seconds=10)
+            http.func({"url": url, "method": "POST",
+                       "json": {"task_id": task_id, "alarm": note, "at": now.isoformat()}}, ctx)
+        except Exception:
+            log.exception("alarm webhook for task %s failed", task_id)
+
+    threading.Thread(target=post, name=f"alarm-{task_id}", daemon=True).start()
