@@ -68,7 +68,7 @@ def plan_fires(
     exact ETA); those before ``now - grace`` were missed and go through the catch-up policy.
     """
     fire: datetime | None = next_fire
-    if policy.start_at and fire < policy.start_at:
+    if policy.start_at and next_fire < policy.start_at:
         fire = schedule.next_fire(policy.start_at - _TINY)
     missed: list[datetime] = []
     skipped_unseen = 0

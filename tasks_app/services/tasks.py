@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
@@ -68,7 +68,10 @@ def task_create(*, id: str | None = None, by: str = "", **fields: Any) -> Task:
     task = Task(id=id or _generate_task_id(fields.get("action", "task")), **fields)
     if Task.objects.filter(pk=task.id).exists():
         raise ConflictError(f"a task with id {task.id!r} already exists")
-    return task_save(task=task, by=by)
+    try:
+        return task_save(task=task, by=by)
+    except IntegrityError as exc:  # created concurrently between the check and the insert
+        raise ConflictError(f"a task with id {task.id!r} already exists") from exc
 
 
 def task_update(*, task: Task, data: dict[str, Any], by: str = "") -> Task:
@@ -231,11 +234,12 @@ def _idle_status(task: Task) -> str:
     if task.is_recurring or task.runs.filter(status__in=ACTIVE_RUN_STATUSES).exists():
         return TaskStatus.PENDING
     last = task.runs.order_by("-created_at").values_list("status", flat=True).first()
-    return {
+    after_run: dict[str | None, str] = {
         RunStatus.COMPLETED: TaskStatus.COMPLETED,
         RunStatus.FAILED: TaskStatus.FAILED,
         RunStatus.CANCELLED: TaskStatus.CANCELLED,
-    }.get(last, TaskStatus.CREATED)  # type: ignore[arg-type]
+    }
+    return after_run.get(last, TaskStatus.CREATED)
 
 
 def _sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
