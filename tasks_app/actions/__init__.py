@@ -15,7 +15,9 @@ Register your own in any installed app (imported from its ``AppConfig.ready``)::
 
 An action returns its output text (``str``), an :class:`Outcome` (output + JSON result), or
 ``None``; raising an exception fails the run. A payload that breaks the schema is refused
-when the task is saved.
+when the task is saved; rules a schema cannot express (an allow-list read from settings, an
+e-mail address check) go in an optional ``validate(payload)`` callable that raises
+:class:`PayloadError`, run after the schema passes.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Outcome:
 
 
 ActionFunc = Callable[[dict[str, JSON], RunContext], "str | Outcome | None"]
+PayloadCheck = Callable[[dict[str, JSON]], None]
 
 
 class PayloadError(ValueError):
@@ -75,11 +78,14 @@ class Action:
     schema: dict[str, JSON]
     description: str = ""
     validator: Draft202012Validator = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    check: PayloadCheck | None = field(repr=False, compare=False, default=None)
 
     def validate(self, payload: JSON) -> None:
         errors = sorted(self.validator.iter_errors(payload), key=lambda e: list(e.path))
         if errors:
             raise PayloadError([_describe(error) for error in errors])
+        if self.check is not None:
+            self.check(payload)
 
 
 def _describe(error: Any) -> str:
@@ -91,9 +97,17 @@ _REGISTRY: dict[str, Action] = {}
 
 
 def register(
-    name: str, *, schema: dict[str, JSON] | None = None, description: str = ""
+    name: str,
+    *,
+    schema: dict[str, JSON] | None = None,
+    description: str = "",
+    validate: PayloadCheck | None = None,
 ) -> Callable[[ActionFunc], ActionFunc]:
-    """Register ``func`` as the action ``name`` with a JSON Schema for its payload."""
+    """Register ``func`` as the action ``name`` with a JSON Schema for its payload.
+
+    ``validate``, if given, is called with a payload that passed the schema and raises
+    :class:`PayloadError` for anything else the action refuses at save time.
+    """
     full_schema = schema or {"type": "object"}
     try:
         Draft202012Validator.check_schema(full_schema)
@@ -109,6 +123,7 @@ def register(
             schema=full_schema,
             description=description or (func.__doc__ or "").strip().split("\n")[0],
             validator=Draft202012Validator(full_schema),
+            check=validate,
         )
         return func
 
@@ -124,4 +139,4 @@ def all_actions() -> list[Action]:
     return sorted(_REGISTRY.values(), key=lambda a: a.name)
 
 
-from . import builtin  # noqa: E402,F401  (registers the built-in actions)
+from . import builtin, command, email, http, program  # noqa: E402,F401  (registers the built-in actions)
