@@ -1,17 +1,27 @@
-"""Runs: creation, the worker-side lifecycle (claim, complete, fail, retry), cancel."""
+"""Runs: creation, the worker-side lifecycle (claim, complete, fail, retry), cancel, and
+the recovery writes beat's sweep makes (expire, stalled, lost message).
+
+Every status change is a conditional ``UPDATE ... WHERE status = <expected>``: whoever gets
+there first (a worker finishing, the sweep declaring the run lost, a duplicate message) wins
+and the others change nothing, so a run's state moves at most once along each edge even
+though its message may be delivered more than once. See docs/reliability.md.
+"""
 
 from __future__ import annotations
 
 import logging
 import random
+import time
 import traceback
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Case, Q, Value, When
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import Case, CharField, Q, Value, When
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from .. import actions, dispatch
@@ -28,6 +38,8 @@ from .common import ConflictError, jsonable, next_run_at_expr
 
 log = logging.getLogger(__name__)
 MAX_RETRY_DELAY_SECONDS = 3600
+# The database is unreachable (restart, failover, network): worth waiting for, not a failure.
+DB_ERRORS = (OperationalError, InterfaceError)
 
 
 def run_cancel(*, run: Run) -> Run:
@@ -44,26 +56,40 @@ def run_cancel(*, run: Run) -> Run:
 
 
 def run_retry(*, run: Run) -> Run:
-    """A new attempt of a finished, unsuccessful run (``failed``, ``expired``, ``cancelled``)."""
+    """A new attempt, due now, of a finished, unsuccessful run (``failed``, ``expired``,
+    ``cancelled``), linked to the same first attempt.
+
+    Only the latest attempt of a run can be retried, and the attempts of one run are
+    serialized on its first attempt's row, so a double click makes one new attempt, not two
+    (the second gets a :class:`ConflictError`).
+    """
     if run.status not in (RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED):
         raise ConflictError(f"run {run.id} is {run.status}; only failed, expired or cancelled runs can be retried")
-    now = timezone.now()
-    return run_create(
-        task=run.task,
-        trigger=Trigger.RETRY,
-        due_at=now,
-        now=now,
-        scheduled_for=run.scheduled_for,
-        attempt=_last_attempt(run) + 1,
-        first_attempt_id=run.first_attempt_id or run.id,
-    )
+    first_id = run.first_attempt_id or run.id
+    with transaction.atomic():
+        list(Run.objects.select_for_update().filter(pk=first_id).values_list("pk", flat=True))
+        latest = _last_attempt(run)
+        if latest > run.attempt:
+            raise ConflictError(f"run {run.id} was already retried (attempt {latest} exists)")
+        now = timezone.now()
+        return run_create(
+            task=run.task,
+            trigger=Trigger.RETRY,
+            due_at=now,
+            now=now,
+            scheduled_for=run.scheduled_for,
+            attempt=latest + 1,
+            first_attempt_id=first_id,
+        )
 
 
 def run_execute(*, run_id: str, worker: str) -> Run | None:
     """Claim the run, call its action, record the outcome. ``None`` if not claimable.
 
     The claim is ``UPDATE ... WHERE status = 'queued'``: a redelivered or duplicated message
-    for a run that already started, finished or was cancelled does nothing.
+    for a run that already started, finished or was cancelled does nothing. The outcome is
+    written with :func:`_persist`, which waits out a short database outage instead of
+    losing it. While this runs, the caller renews the run's lease (``tasks_app.recovery``).
     """
     run = run_claim(run_id=run_id, worker=worker)
     if run is None:
@@ -81,18 +107,39 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
         action = actions.get(task.action)
         outcome = action.func(dict(task.payload), ctx)
     except SoftTimeLimitExceeded:
-        limit = task.timeout_seconds or settings.TASKS_DEFAULT_TIMEOUT_SECONDS
-        return run_fail(run=run, error=f"timed out after {limit} s", retryable=True)
+        error = timed_out_error(task)
+        return _persist(lambda: run_fail(run=run, error=error, retryable=True))
     except Exception as exc:  # the action's failure is the run's failure, never the worker's
         retryable = not isinstance(exc, actions.ActionError) or exc.retryable
-        return run_fail(
-            run=run,
-            error=f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()}",
-            retryable=retryable,
-        )
+        error = f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()}"
+        return _persist(lambda: run_fail(run=run, error=error, retryable=retryable))
     if isinstance(outcome, actions.Outcome):
-        return run_complete(run=run, output=outcome.output, result=outcome.result)
-    return run_complete(run=run, output="" if outcome is None else str(outcome))
+        output, result = outcome.output, outcome.result
+    else:
+        output, result = ("" if outcome is None else str(outcome)), None
+    return _persist(lambda: run_complete(run=run, output=output, result=result))
+
+
+def run_lost(*, run_id: str, error: str) -> Run | None:
+    """The process executing a ``running`` run is gone (killed at its hard time limit, or
+    its worker died): record ``error`` and retry or fail it by the task's retry policy.
+
+    ``None`` if the run is not running any more (its outcome was already recorded).
+    """
+    run = Run.objects.select_related("task").filter(pk=run_id, status=RunStatus.RUNNING).first()
+    if run is None:
+        return None
+    return run_fail(run=run, error=error, retryable=True)
+
+
+def run_timeout_seconds(task: Task) -> int:
+    """The task's time limit (the soft limit; the hard limit is a few seconds later)."""
+    return int(task.timeout_seconds or settings.TASKS_DEFAULT_TIMEOUT_SECONDS)
+
+
+def timed_out_error(task: Task, detail: str = "") -> str:
+    text = f"timed out after {run_timeout_seconds(task)} s"
+    return f"{text} ({detail})" if detail else text
 
 
 def run_claim(*, run_id: str, worker: str) -> Run | None:
@@ -104,20 +151,24 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
     now = timezone.now()
     deadline = _deadline(run)
     if deadline is not None and now > deadline:
-        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        expired = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
             status=RunStatus.EXPIRED,
             finished_at=now,
             error=f"expired: could not start by {deadline.isoformat()}",
         )
-        task_after_run(run.task_id, TaskStatus.FAILED)
+        if expired:
+            log.info("run %s expired: could not start by %s", run_id, deadline.isoformat())
+            task_after_run(run.task_id, TaskStatus.FAILED)
         return None
     late = lateness_ms(now, run.due_at)
     claimed = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, started_at=now, worker=worker, lateness_ms=late
+        status=RunStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker, lateness_ms=late
     )
     if not claimed:
+        log.info("run %s was claimed elsewhere; message ignored", run_id)
         return None
     run.status, run.started_at, run.worker, run.lateness_ms = RunStatus.RUNNING, now, worker, late
+    run.heartbeat_at = now
     Task.objects.filter(pk=run.task_id, paused=False).update(
         status=TaskStatus.RUNNING, next_run_at=next_run_at_expr()
     )
@@ -125,20 +176,31 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
 
 
 def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
+    """``running → completed``; a no-op if the run's end was already recorded (for instance
+    the sweep declared it lost while its worker was cut off from the database)."""
     text, truncated = cap_output(output)
-    run_finish(run, RunStatus.COMPLETED, output=text, truncated=truncated, result=jsonable(result))
-    task_after_run(run.task_id, TaskStatus.COMPLETED)
+    with transaction.atomic():
+        if run_finish(run, RunStatus.COMPLETED, output=text, truncated=truncated, result=jsonable(result)):
+            task_after_run(run.task_id, TaskStatus.COMPLETED)
     return run
 
 
 def run_fail(*, run: Run, error: str, retryable: bool = True) -> Run:
-    """Record a failure; schedule the next attempt while retries remain."""
+    """Record a failure; schedule the next attempt while retries remain.
+
+    Attempt ``n`` is retried while ``n <= max_retries`` (so ``max_retries=3`` makes up to 4
+    attempts); each retry is a new run row (``trigger=retry``, ``attempt=n+1``, linked to
+    the first attempt) due after :func:`retry_delay`. The finish is conditional on the run
+    still being ``running``, and the next attempt is created in the same transaction only
+    if it was, so two processes failing the same run make one retry, not two.
+    """
     task = run.task
     retry = retryable and run.attempt <= task.max_retries
     status = RunStatus.RETRYING if retry else RunStatus.FAILED
     text, _ = cap_output(error)
     with transaction.atomic():
-        run_finish(run, status, error=text)
+        if not run_finish(run, status, error=text):
+            return run
         if retry:
             now = timezone.now()
             run_create(
@@ -208,14 +270,132 @@ def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **e
     return run
 
 
-def run_finish(run: Run, status: str, **fields: Any) -> None:
+def run_finish(run: Run, status: str, **fields: Any) -> bool:
+    """``running → status``; ``False`` (and ``run`` reloaded) if it was no longer running."""
     now = timezone.now()
-    Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
+    changed = Run.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(
         status=status, finished_at=now, **fields
     )
+    if not changed:
+        log.warning("run %s was no longer running; its %s outcome is not recorded", run.pk, status)
+        run.refresh_from_db()
+        return False
     run.status, run.finished_at = status, now
     for name, value in fields.items():
         setattr(run, name, value)
+    return True
+
+
+# --- recovery: the writes of beat's sweep (tasks_app.recovery) and the worker's lease -----
+
+
+def run_renew_leases(*, run_ids: Iterable[Any], now: datetime) -> int:
+    """Push the lease (``heartbeat_at``) of these runs, while they are still running."""
+    ids = list(run_ids)
+    if not ids:
+        return 0
+    return Run.objects.filter(id__in=ids, status=RunStatus.RUNNING).update(heartbeat_at=now)
+
+
+def run_expire_overdue(*, now: datetime, batch: int = 1000) -> int:
+    """``pending``/``queued`` runs past their deadline (``expires_at``) become ``expired``.
+
+    This is what expires a run when no worker is up to notice at claim time; rows are taken
+    with ``SKIP LOCKED`` so a run being published or claimed right now is left alone (the
+    claim checks the deadline itself).
+    """
+    total = 0
+    waiting = [RunStatus.PENDING, RunStatus.QUEUED]
+    while True:
+        with transaction.atomic():
+            rows = list(
+                Run.objects.select_for_update(skip_locked=True)
+                .filter(status__in=waiting, expires_at__lt=now)
+                .values_list("id", "task_id")[:batch]
+            )
+            if not rows:
+                return total
+            Run.objects.filter(id__in=[r[0] for r in rows], status__in=waiting).update(
+                status=RunStatus.EXPIRED,
+                finished_at=now,
+                error=Concat(
+                    Value("expired: could not start by "),
+                    Cast("expires_at", output_field=CharField()),
+                    output_field=CharField(),
+                ),
+            )
+            for task_id in {r[1] for r in rows}:
+                task_after_run(task_id, TaskStatus.FAILED)
+        total += len(rows)
+        if len(rows) < batch:
+            return total
+
+
+def run_fail_stalled(*, now: datetime, batch: int = 500) -> list[Run]:
+    """Running runs whose worker is gone, retried or failed by their task's policy.
+
+    A run is stalled when its lease (``heartbeat_at``, renewed every
+    ``TASKS_HEARTBEAT_SECONDS`` by the executing process) is older than
+    ``TASKS_STALL_SECONDS``: its worker was killed, lost its database, or hangs without
+    the GIL. A run still renewing its lease but running longer than its hard time limit
+    plus the stall window is failed too (a pool that cannot enforce time limits).
+    """
+    stall = timedelta(seconds=settings.TASKS_STALL_SECONDS)
+    grace = timedelta(seconds=dispatch.HARD_LIMIT_GRACE_SECONDS)
+    candidates = (
+        Run.objects.select_related("task")
+        .filter(status=RunStatus.RUNNING, started_at__lt=now - stall)
+        .order_by("started_at")[:batch]
+    )
+    failed: list[Run] = []
+    for run in candidates:
+        assert run.started_at is not None
+        lease = run.heartbeat_at or run.started_at
+        limit = timedelta(seconds=run_timeout_seconds(run.task))
+        elapsed = now - run.started_at
+        worker = run.worker or "its worker"
+        if now - lease > stall:
+            silent = int((now - lease).total_seconds())
+            error = (
+                timed_out_error(run.task, f"{worker} lost; no lease renewal for {silent} s")
+                if elapsed > limit
+                else f"worker lost: {worker} stopped renewing the run's lease {silent} s ago"
+            )
+        elif elapsed > limit + grace + stall:
+            error = timed_out_error(run.task, f"still running after {int(elapsed.total_seconds())} s")
+        else:
+            continue
+        log.warning("run %s stalled: %s", run.id, error)
+        failed.append(run_fail(run=run, error=error, retryable=True))
+    return failed
+
+
+def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
+    """Runs ``queued`` longer than ``TASKS_REQUEUE_AFTER_SECONDS`` past their due time, in
+    ``queues`` (those the caller found holding no ready message), go back to ``pending`` so
+    the next release publishes them again under the same run id. Should the original
+    message turn up after all, the claim lets only one of the two start the run.
+    """
+    cutoff = now - timedelta(seconds=settings.TASKS_REQUEUE_AFTER_SECONDS)
+    return Run.objects.filter(
+        status=RunStatus.QUEUED, queued_at__lt=cutoff, due_at__lt=cutoff, task__queue__in=list(queues)
+    ).update(status=RunStatus.PENDING, queued_at=None)
+
+
+def _persist(write: Callable[[], Run]) -> Run:
+    """Run ``write`` (a conditional, idempotent outcome write), retrying for up to
+    ``TASKS_DB_RETRY_SECONDS`` while the database is unreachable, so a database restart
+    during a run delays its record instead of leaving it ``running``."""
+    deadline = time.monotonic() + settings.TASKS_DB_RETRY_SECONDS
+    while True:
+        try:
+            return write()
+        except DB_ERRORS:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("database unavailable; retrying the run's outcome", exc_info=True)
+            connection.close()
+            time.sleep(0.5)
 
 
 def task_after_run(task_id: str, status: str) -> None:

@@ -324,3 +324,35 @@ def _sync_periodic_task(task: Task) -> None:
         for name, value in values.items():
             setattr(periodic, name, value)
         periodic.save()
+
+
+def task_create_with_run(
+    *,
+    id: str | None,
+    by: str,
+    fields: dict[str, Any],
+    delay_seconds: float | None = None,
+    run_at: datetime | None = None,
+    expires_in_seconds: float | None = None,
+    expires_at: datetime | None = None,
+) -> tuple[Task, Run | None]:
+    """Create a task and, when a delay or an instant is given, its one run — together.
+
+    One transaction: a bad delay rolls the new task back, so a reminder made in one request
+    is written whole or not at all.
+    """
+    one_off = any(v is not None for v in (delay_seconds, run_at, expires_in_seconds, expires_at))
+    with transaction.atomic():
+        task = task_create(id=id, by=by, **fields)
+        run = None
+        if one_off:
+            run = task_schedule_once(
+                task=task,
+                delay_seconds=delay_seconds,
+                run_at=run_at,
+                expires_in_seconds=expires_in_seconds,
+                expires_at=expires_at,
+            )
+    if run is not None:
+        task.refresh_from_db()
+    return task, run

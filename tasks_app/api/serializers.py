@@ -1,0 +1,279 @@
+"""Input and output shapes of the API (also used by ``manage.py tasks --json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from .. import actions
+from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
+from ..selectors import MAX_PREVIEW
+from ..services import TASK_FIELDS
+
+RECURRING_SCHEDULE_CHOICES = [
+    (ScheduleType.INTERVAL.value, ScheduleType.INTERVAL.label),
+    (ScheduleType.CRON.value, ScheduleType.CRON.label),
+]
+
+
+class AwareDateTimeField(serializers.DateTimeField):
+    """ISO 8601 with a time-zone offset; a naive time is refused, never guessed."""
+
+    default_error_messages = {
+        "naive": "must include a time-zone offset (e.g. 'Z' or '+02:00')",
+    }
+
+    def enforce_timezone(self, value: Any) -> Any:
+        if timezone.is_naive(value):
+            self.fail("naive")
+        return super().enforce_timezone(value)
+
+
+class StrictSerializerMixin:
+    """Unknown keys are an error (a typo such as ``delay`` must not be silently ignored)."""
+
+    fields: Any
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)  # type: ignore[misc]
+
+
+class TaskFieldsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
+    """The writable task fields (``services.TASK_FIELDS``)."""
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.DateTimeField: AwareDateTimeField,
+    }
+
+    class Meta:
+        model = Task
+        fields: tuple[str, ...] = TASK_FIELDS
+
+
+class TaskCreateSerializer(TaskFieldsSerializer):
+    """A new task. ``delay_seconds`` or ``run_at`` (with ``schedule_type`` left at ``none``)
+    also schedules its one run in the same call; ``run_at`` with ``schedule_type: once`` is
+    the task's own one-time schedule instead."""
+
+    delay_seconds = serializers.FloatField(
+        required=False, help_text="One run after this many seconds (0 .. TASKS_MAX_DELAY)."
+    )
+    expires_in_seconds = serializers.FloatField(
+        required=False, help_text="The one run expires if it cannot start this long after its due time."
+    )
+    expires_at = AwareDateTimeField(required=False, help_text="The one run expires at this instant.")
+
+    class Meta(TaskFieldsSerializer.Meta):
+        fields: tuple[str, ...] = ("id", *TASK_FIELDS, "delay_seconds", "expires_in_seconds", "expires_at")
+        extra_kwargs = {
+            "id": {"required": False, "validators": [task_id_validator]},
+            "action": {"required": True},
+        }
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        kind = attrs.get("schedule_type", ScheduleType.NONE)
+        if "delay_seconds" in attrs and attrs.get("run_at") is not None:
+            raise serializers.ValidationError(
+                {"delay_seconds": ["give either delay_seconds or run_at, not both"]}
+            )
+        if kind == ScheduleType.ONCE and "delay_seconds" in attrs:
+            raise serializers.ValidationError(
+                {"delay_seconds": ["a 'once' task runs at its run_at; do not also give delay_seconds"]}
+            )
+        return attrs
+
+
+class TaskOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Task
+        fields: tuple[str, ...] = (
+            "id",
+            *TASK_FIELDS,
+            "status",
+            "next_run_at",
+            "paused",
+            "pause_note",
+            "paused_at",
+            "paused_by",
+            "fire_count",
+            "consecutive_failures",
+            "alarm_since",
+            "alarm_note",
+            "created_at",
+            "updated_at",
+        )
+        read_only_fields: tuple[str, ...] = fields
+
+
+class RunOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    task = serializers.CharField(source="task_id")
+    action = serializers.CharField(source="task.action")
+    trigger = serializers.ChoiceField(choices=Trigger.choices)
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+    attempt = serializers.IntegerField()
+    first_attempt = serializers.UUIDField(source="first_attempt_id", allow_null=True)
+    scheduled_for = serializers.DateTimeField()
+    due_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    queued_at = serializers.DateTimeField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    lateness_ms = serializers.FloatField(allow_null=True, help_text="started_at - due_at, in ms")
+    duration_ms = serializers.IntegerField(allow_null=True)
+    worker = serializers.CharField()
+    output = serializers.CharField(help_text="At most 64 KiB; see 'truncated'.")
+    truncated = serializers.BooleanField()
+    error = serializers.CharField(help_text="Message and traceback of a failed attempt.")
+    result = serializers.JSONField(allow_null=True)
+
+
+class TaskCreatedSerializer(TaskOutputSerializer):
+    """The new task, and its one run when ``delay_seconds``/``run_at`` scheduled one."""
+
+    run = serializers.SerializerMethodField()
+
+    class Meta(TaskOutputSerializer.Meta):
+        fields = (*TaskOutputSerializer.Meta.fields, "run")
+        read_only_fields = fields
+
+    @extend_schema_field(RunOutputSerializer(allow_null=True))
+    def get_run(self, task: Task) -> dict[str, Any] | None:
+        run = self.context.get("run")
+        return None if run is None else dict(RunOutputSerializer(run).data)
+
+
+class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
+    """Either one run (``delay_seconds`` or ``run_at``, optional expiry) or a recurring
+    schedule (``schedule_type`` ``interval``/``cron`` with its fields)."""
+
+    delay_seconds = serializers.FloatField(required=False)
+    run_at = AwareDateTimeField(required=False)
+    expires_in_seconds = serializers.FloatField(required=False)
+    expires_at = AwareDateTimeField(required=False)
+    schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
+    interval_seconds = serializers.IntegerField(required=False, min_value=1)
+    cron = serializers.CharField(required=False, max_length=200)
+    timezone = serializers.CharField(required=False, max_length=64)
+    start_at = AwareDateTimeField(required=False, allow_null=True)
+    end_at = AwareDateTimeField(required=False, allow_null=True)
+
+    ONE_OFF = ("delay_seconds", "run_at", "expires_in_seconds", "expires_at")
+    RECURRING = ("schedule_type", "interval_seconds", "cron", "timezone", "start_at", "end_at")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        one_off = [k for k in self.ONE_OFF if k in attrs]
+        recurring = [k for k in self.RECURRING if k in attrs]
+        if one_off and recurring:
+            raise serializers.ValidationError(
+                {recurring[0]: ["give a one-off run (delay_seconds/run_at) or a recurring schedule, not both"]}
+            )
+        if recurring and "schedule_type" not in attrs:
+            raise serializers.ValidationError({"schedule_type": ["is required for a recurring schedule"]})
+        if not recurring and "delay_seconds" not in attrs and "run_at" not in attrs:
+            raise serializers.ValidationError(
+                {"delay_seconds": ["give delay_seconds or run_at (or a recurring schedule_type)"]}
+            )
+        return attrs
+
+
+class PauseSerializer(StrictSerializerMixin, serializers.Serializer):
+    note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+
+
+class EmptySerializer(StrictSerializerMixin, serializers.Serializer):
+    pass
+
+
+class BackfillSerializer(StrictSerializerMixin, serializers.Serializer):
+    start = AwareDateTimeField(help_text="Fires after this instant ...")
+    end = AwareDateTimeField(help_text="... up to and including this one.")
+
+
+class BackfillResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    runs = RunOutputSerializer(many=True)
+
+
+class PreviewQuerySerializer(serializers.Serializer):
+    count = serializers.IntegerField(required=False, default=5, min_value=1, max_value=MAX_PREVIEW)
+
+
+class FireSerializer(serializers.Serializer):
+    utc = serializers.DateTimeField()
+    local = serializers.CharField(help_text="The same instant in the task's time zone (ISO 8601).")
+
+
+class PreviewSerializer(serializers.Serializer):
+    task = serializers.CharField()
+    timezone = serializers.CharField()
+    fires = FireSerializer(many=True)
+
+
+class ActionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    schema = serializers.JSONField(help_text="JSON Schema of the payload.")
+
+
+def action_data(action: actions.Action) -> dict[str, Any]:
+    return {"name": action.name, "description": action.description, "schema": action.schema}
+
+
+class CheckSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    latency_ms = serializers.FloatField()
+    error = serializers.CharField(required=False)
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "down"])
+    down = serializers.ListField(child=serializers.CharField(), help_text="Names of failing checks.")
+    error = serializers.CharField(required=False)
+    database = CheckSerializer()
+    broker = CheckSerializer()
+    cache = CheckSerializer()
+    beat = CheckSerializer(help_text="Also last_tick (ISO 8601) and age_seconds.")
+    workers = CheckSerializer(help_text="Also count: workers that answered a ping.")
+
+
+# -- list filters (query parameters) ------------------------------------------------------
+
+
+class TaskFilterSerializer(serializers.Serializer):
+    status = serializers.MultipleChoiceField(choices=TaskStatus.choices, required=False,
+                                             help_text="Repeat for several.")
+    action = serializers.CharField(required=False, max_length=100)
+    schedule_type = serializers.MultipleChoiceField(choices=ScheduleType.choices, required=False)
+    paused = serializers.BooleanField(required=False, allow_null=True, default=None)
+    search = serializers.CharField(required=False, max_length=200, help_text="In id and name.")
+    next_run_after = AwareDateTimeField(required=False)
+    next_run_before = AwareDateTimeField(required=False)
+    created_after = AwareDateTimeField(required=False)
+    created_before = AwareDateTimeField(required=False)
+
+
+class RunFilterSerializer(serializers.Serializer):
+    status = serializers.MultipleChoiceField(choices=RunStatus.choices, required=False,
+                                             help_text="Repeat for several.")
+    trigger = serializers.MultipleChoiceField(choices=Trigger.choices, required=False)
+    action = serializers.CharField(required=False, max_length=100)
+    task = serializers.CharField(required=False, max_length=100)
+    due_after = AwareDateTimeField(required=False)
+    due_before = AwareDateTimeField(required=False)
+    created_after = AwareDateTimeField(required=False)
+    created_before = AwareDateTimeField(required=False)
+    started_after = AwareDateTimeField(required=False)
+    started_before = AwareDateTimeField(required=False)
+    finished_after = AwareDateTimeField(required=False)
+    finished_before = AwareDateTimeField(required=False)

@@ -1,0 +1,343 @@
+"""API views: validate input, call one service, serialize output.
+
+Every route requires authentication and Django model permissions (``permissions``), except
+``/api/health``. Errors are shaped by ``errors.exception_handler``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from django.db.models import Field
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .. import actions, health, selectors, services
+from ..models import Run, Task, Trigger
+from . import filters
+from .errors import ErrorSerializer
+from .pagination import Pagination
+from .serializers import (
+    ActionSerializer,
+    BackfillResultSerializer,
+    BackfillSerializer,
+    EmptySerializer,
+    HealthSerializer,
+    PauseSerializer,
+    PreviewQuerySerializer,
+    PreviewSerializer,
+    RunFilterSerializer,
+    RunOutputSerializer,
+    ScheduleSerializer,
+    TaskCreatedSerializer,
+    TaskCreateSerializer,
+    TaskFieldsSerializer,
+    TaskFilterSerializer,
+    TaskOutputSerializer,
+    action_data,
+)
+from .throttling import AnonThrottle
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """The documented error responses of an operation (401 and 403 always)."""
+    text = {
+        400: "Invalid input (detail names each field).",
+        401: "Not authenticated.",
+        403: "Authenticated, but lacking the model permission.",
+        404: "No such task or run.",
+        409: "The request conflicts with the current state.",
+        413: "The request body is over the size limit.",
+        415: "The body is not JSON.",
+    }
+    return {code: OpenApiResponse(ErrorSerializer, description=text[code]) for code in (*codes, 401, 403)}
+
+
+BODY_ERRORS = (400, 413, 415)
+
+
+class ApiView(APIView):
+    perm_model: type[Task] | type[Run] | None = None
+    required_perms: dict[str, list[str]] = {}
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        # Postgres cannot compare against a NUL character: refuse it as bad input.
+        for name, value in [*kwargs.items(), *request.query_params.items()]:
+            if "\x00" in str(value) or "\x00" in str(name):
+                raise ValidationError({str(name).replace("\x00", ""): ["must not contain NUL characters"]})
+
+    @property
+    def by(self) -> str:
+        return str(self.request.user.get_username())
+
+    def task(self, task_id: str) -> Task:
+        return get_object_or_404(Task, pk=task_id)
+
+    def run(self, run_id: UUID) -> Run:
+        return get_object_or_404(Run.objects.select_related("task"), pk=run_id)
+
+    def body(self, serializer_class: type[serializers.Serializer], **kwargs: Any) -> dict[str, Any]:
+        serializer = serializer_class(data=self.request.data, **kwargs)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def page(self, qs: Any, serializer_class: type[serializers.Serializer]) -> Response:
+        paginator = Pagination()
+        items = paginator.paginate_queryset(qs, self.request, view=self)
+        return paginator.get_paginated_response(serializer_class(items, many=True).data)
+
+
+# -- health and actions -------------------------------------------------------------------
+
+
+class HealthView(APIView):
+    """The one route open to anonymous callers (load balancers, uptime checks)."""
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+    throttle_classes = [AnonThrottle]
+
+    @extend_schema(
+        auth=[],
+        summary="Health of database, broker, cache, beat and workers",
+        responses={200: HealthSerializer, 503: OpenApiResponse(HealthSerializer, description="Something is down; 'down' names it.")},
+    )
+    def get(self, request: Request) -> Response:
+        checks = health.check_all()
+        down = [name for name, check in checks.items() if not check.ok]
+        body: dict[str, Any] = {"status": "down" if down else "ok", "down": down}
+        if down:
+            body["error"] = f"Unhealthy: {', '.join(down)} down."
+        body.update({name: check.as_dict() for name, check in checks.items()})
+        return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE if down else status.HTTP_200_OK)
+
+
+class ActionListView(ApiView):
+    perm_model = Task
+
+    @extend_schema(summary="Registered actions and their payload schemas",
+                   responses={200: ActionSerializer(many=True), **errors()})
+    def get(self, request: Request) -> Response:
+        return self.page([action_data(a) for a in actions.all_actions()], ActionSerializer)
+
+
+# -- tasks ---------------------------------------------------------------------------------
+
+
+class TaskListView(ApiView):
+    perm_model = Task
+
+    @extend_schema(summary="List tasks", parameters=[TaskFilterSerializer],
+                   responses={200: TaskOutputSerializer(many=True), **errors(400, 404)})
+    def get(self, request: Request) -> Response:
+        return self.page(filters.filter_tasks(Task.objects.all(), request.query_params), TaskOutputSerializer)
+
+    @extend_schema(
+        summary="Create a task (optionally with its schedule, or one run via delay_seconds/run_at)",
+        request=TaskCreateSerializer,
+        responses={201: TaskCreatedSerializer, **errors(*BODY_ERRORS, 409)},
+    )
+    def post(self, request: Request) -> Response:
+        data = self.body(TaskCreateSerializer)
+        task_id = data.pop("id", None)
+        one_off = {k: data.pop(k) for k in ("delay_seconds", "expires_in_seconds", "expires_at") if k in data}
+        if data.get("schedule_type", "none") == "none" and data.get("run_at") is not None:
+            one_off["run_at"] = data.pop("run_at")
+        task, run = services.task_create_with_run(id=task_id, by=self.by, fields=data, **one_off)
+        return Response(TaskCreatedSerializer(task, context={"run": run}).data, status=status.HTTP_201_CREATED)
+
+
+class TaskDetailView(ApiView):
+    perm_model = Task
+
+    @extend_schema(summary="Get a task", responses={200: TaskOutputSerializer, **errors(404)})
+    def get(self, request: Request, task_id: str) -> Response:
+        return Response(TaskOutputSerializer(self.task(task_id)).data)
+
+    @extend_schema(summary="Replace a task's fields (omitted fields take their defaults)",
+                   request=TaskFieldsSerializer,
+                   responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)})
+    def put(self, request: Request, task_id: str) -> Response:
+        task = self.task(task_id)
+        data = self.body(TaskFieldsSerializer)
+        full = {name: _default(name) for name in services.TASK_FIELDS}
+        full.update(data)
+        task = services.task_update(task=task, data=full, by=self.by)
+        return Response(TaskOutputSerializer(task).data)
+
+    @extend_schema(summary="Change some of a task's fields", request=TaskFieldsSerializer,
+                   responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)})
+    def patch(self, request: Request, task_id: str) -> Response:
+        task = self.task(task_id)
+        data = self.body(TaskFieldsSerializer, partial=True)
+        task = services.task_update(task=task, data=data, by=self.by)
+        return Response(TaskOutputSerializer(task).data)
+
+    @extend_schema(summary="Delete a task, its schedule and its runs",
+                   responses={204: None, **errors(404)})
+    def delete(self, request: Request, task_id: str) -> Response:
+        services.task_delete(task=self.task(task_id), by=self.by)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TaskExecuteView(ApiView):
+    required_perms = {"POST": ["view_task", "add_run"]}
+
+    @extend_schema(summary="Run the task now", request=None,
+                   responses={202: RunOutputSerializer, **errors(404)})
+    def post(self, request: Request, task_id: str) -> Response:
+        run = services.task_execute(task=self.task(task_id), trigger=Trigger.API)
+        return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class TaskScheduleView(ApiView):
+    required_perms = {"POST": ["view_task", "change_task", "add_run"]}
+
+    @extend_schema(
+        summary="One run after delay_seconds or at run_at, or set a recurring schedule",
+        request=ScheduleSerializer,
+        responses={
+            202: PolymorphicProxySerializer(
+                component_name="ScheduleResult",
+                serializers=[RunOutputSerializer, TaskOutputSerializer],
+                resource_type_field_name=None,
+            ),
+            **errors(*BODY_ERRORS, 404),
+        },
+        description="A one-off run answers with the run; a recurring schedule with the task.",
+    )
+    def post(self, request: Request, task_id: str) -> Response:
+        task = self.task(task_id)
+        data = self.body(ScheduleSerializer)
+        if "schedule_type" in data:
+            task = services.task_update(task=task, data=data, by=self.by)
+            return Response(TaskOutputSerializer(task).data, status=status.HTTP_202_ACCEPTED)
+        run = services.task_schedule_once(task=task, **data)
+        return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+class TaskPauseView(ApiView):
+    required_perms = {"POST": ["view_task", "change_task"]}
+
+    @extend_schema(summary="Pause: no new fires; delayed runs wait", request=PauseSerializer,
+                   responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)})
+    def post(self, request: Request, task_id: str) -> Response:
+        task = self.task(task_id)
+        data = self.body(PauseSerializer)
+        return Response(TaskOutputSerializer(services.task_pause(task=task, note=data["note"], by=self.by)).data)
+
+
+class TaskResumeView(ApiView):
+    required_perms = {"POST": ["view_task", "change_task"]}
+
+    @extend_schema(summary="Resume (fires missed while paused are not replayed)", request=None,
+                   responses={200: TaskOutputSerializer, **errors(404)})
+    def post(self, request: Request, task_id: str) -> Response:
+        return Response(TaskOutputSerializer(services.task_resume(task=self.task(task_id), by=self.by)).data)
+
+
+class TaskBackfillView(ApiView):
+    required_perms = {"POST": ["view_task", "add_run"]}
+
+    @extend_schema(summary="One run for each fire in (start, end]", request=BackfillSerializer,
+                   responses={202: BackfillResultSerializer, **errors(*BODY_ERRORS, 404)})
+    def post(self, request: Request, task_id: str) -> Response:
+        task = self.task(task_id)
+        data = self.body(BackfillSerializer)
+        runs = services.task_backfill(task=task, start=data["start"], end=data["end"], by=self.by)
+        body = {"created": len(runs), "runs": RunOutputSerializer(runs, many=True).data}
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class TaskPreviewView(ApiView):
+    required_perms = {"GET": ["view_task"]}
+
+    @extend_schema(summary="The next fire times of the task's schedule",
+                   parameters=[PreviewQuerySerializer],
+                   responses={200: PreviewSerializer, **errors(400, 404)})
+    def get(self, request: Request, task_id: str) -> Response:
+        task = self.task(task_id)
+        query = PreviewQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        fires = selectors.task_preview(task=task, count=query.validated_data["count"])
+        return Response({
+            "task": task.id,
+            "timezone": task.timezone,
+            "fires": [{"utc": f.utc, "local": f.local.isoformat()} for f in fires],
+        })
+
+
+class TaskRunsView(ApiView):
+    required_perms = {"GET": ["view_task", "view_run"]}
+
+    @extend_schema(summary="The task's run history", parameters=[RunFilterSerializer],
+                   responses={200: RunOutputSerializer(many=True), **errors(400, 404)})
+    def get(self, request: Request, task_id: str) -> Response:
+        task = self.task(task_id)
+        return self.page(filters.filter_runs(task.runs.all(), request.query_params), RunOutputSerializer)
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+class RunListView(ApiView):
+    perm_model = Run
+
+    @extend_schema(summary="List runs", parameters=[RunFilterSerializer],
+                   responses={200: RunOutputSerializer(many=True), **errors(400, 404)})
+    def get(self, request: Request) -> Response:
+        return self.page(filters.filter_runs(Run.objects.all(), request.query_params), RunOutputSerializer)
+
+
+class DeadRunListView(ApiView):
+    perm_model = Run
+
+    @extend_schema(summary="Dead runs: failed after their last retry, or expired",
+                   parameters=[RunFilterSerializer],
+                   responses={200: RunOutputSerializer(many=True), **errors(400, 404)})
+    def get(self, request: Request) -> Response:
+        qs = filters.filter_runs(Run.objects.all(), request.query_params, dead=True)
+        return self.page(qs, RunOutputSerializer)
+
+
+class RunDetailView(ApiView):
+    perm_model = Run
+
+    @extend_schema(summary="Get a run", responses={200: RunOutputSerializer, **errors(404)})
+    def get(self, request: Request, run_id: UUID) -> Response:
+        return Response(RunOutputSerializer(self.run(run_id)).data)
+
+
+class RunCancelView(ApiView):
+    required_perms = {"POST": ["view_run", "change_run"]}
+
+    @extend_schema(summary="Cancel a pending or queued run", request=None,
+                   responses={200: RunOutputSerializer, **errors(404, 409)})
+    def post(self, request: Request, run_id: UUID) -> Response:
+        return Response(RunOutputSerializer(services.run_cancel(run=self.run(run_id))).data)
+
+
+class RunRetryView(ApiView):
+    required_perms = {"POST": ["view_run", "add_run"]}
+
+    @extend_schema(summary="A new attempt of a failed, expired or cancelled run", request=None,
+                   responses={202: RunOutputSerializer, **errors(404, 409)})
+    def post(self, request: Request, run_id: UUID) -> Response:
+        run = services.run_retry(run=self.run(run_id))
+        return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _default(name: str) -> Any:
+    field = Task._meta.get_field(name)
+    return field.get_default() if isinstance(field, Field) else None
+
+
+__all__ = ["EmptySerializer", "HealthView"]

@@ -1,0 +1,419 @@
+"""``manage.py tasks <verb>``: the task system from a shell. Reference: docs/cli.md.
+
+Each verb parses its arguments, calls one service (or selector), and prints either an
+aligned table with relative times or, with ``--json``, the same JSON the REST API returns.
+Exit status: 0 on success; 1 with a one-line message on stderr when the system refuses
+(validation, conflict, not found); 2 for usage errors (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import QuerySet
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from tasks_app import selectors, services
+from tasks_app.api import filters
+from tasks_app.api.serializers import (
+    RunOutputSerializer,
+    TaskCreatedSerializer,
+    TaskOutputSerializer,
+)
+from tasks_app.models import Run, Task, Trigger
+
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
+UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, None: 1}
+
+
+# -- argument types (a bad value is a usage error: exit status 2) -------------------------
+
+
+def duration(text: str) -> float:
+    """``90s``, ``15m``, ``2h``, ``1d`` or plain seconds."""
+    match = DURATION.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 90s, 15m, 2h or 1d")
+    unit = match.group(2).lower() if match.group(2) else None
+    return float(match.group(1)) * UNIT_SECONDS[unit]
+
+
+def instant(text: str) -> datetime:
+    """ISO 8601 with an offset (``2025-06-01T09:00:00+02:00`` or ``...Z``)."""
+    try:
+        value = parse_datetime(text.strip())
+    except ValueError:
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date-time")
+    if timezone.is_naive(value):
+        raise argparse.ArgumentTypeError(f"{text!r} has no time-zone offset (add Z or +HH:MM)")
+    return value
+
+
+def json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object")
+    return value
+
+
+def argv(text: str) -> list[str]:
+    try:
+        parts = shlex.split(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"cannot split {text!r}: {exc}") from exc
+    if not parts:
+        raise argparse.ArgumentTypeError("the command is empty")
+    return parts
+
+
+# -- output --------------------------------------------------------------------------------
+
+
+def relative(value: datetime | None, now: datetime) -> str:
+    """``in 4 min``, ``12 s ago``, ``now``; ``-`` for nothing."""
+    if value is None:
+        return "-"
+    seconds = (value - now).total_seconds()
+    size = abs(seconds)
+    if size < 1:
+        return "now"
+    for unit, length in (("d", 86400), ("h", 3600), ("min", 60)):
+        if size >= length:
+            text = f"{size / length:.0f} {unit}" if size / length >= 10 else f"{size / length:.1f}".rstrip("0").rstrip(".") + f" {unit}"
+            break
+    else:
+        text = f"{size:.0f} s"
+    return f"in {text}" if seconds > 0 else f"{text} ago"
+
+
+def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
+              for i, h in enumerate(headers)]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def schedule_text(task: Task) -> str:
+    if task.schedule_type == "interval":
+        return f"every {task.interval_seconds} s"
+    if task.schedule_type == "cron":
+        return f"cron {task.cron} ({task.timezone})"
+    if task.schedule_type == "once":
+        return f"once at {task.run_at.isoformat() if task.run_at else '?'}"
+    return "on demand"
+
+
+def one_line(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        if hasattr(exc, "error_dict"):
+            parts = [f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items()]
+            return "; ".join(parts).replace("__all__: ", "")
+        return " ".join(exc.messages)
+    return " ".join(str(exc).split())
+
+
+class Command(BaseCommand):
+    help = "Create, list, run, schedule, pause and inspect tasks and runs (see docs/cli.md)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        common = CommandParser(add_help=False)
+        common.add_argument("--json", action="store_true", help="print JSON (as the REST API does)")
+        verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+        def verb(name: str, text: str) -> CommandParser:
+            return verbs.add_parser(name, help=text, description=text, parents=[common])  # type: ignore[no-any-return]
+
+        def task_fields(p: CommandParser, *, creating: bool) -> None:
+            what = p.add_mutually_exclusive_group(required=creating)
+            what.add_argument("--action", help="a registered action (see GET /api/actions)")
+            what.add_argument("--command", type=argv, metavar="'PROGRAM ARGS'",
+                              help="shorthand for --action exec with payload {\"argv\": [...]} (split like a shell, run without one)")
+            p.add_argument("--payload", type=json_object, help="the action's payload, a JSON object")
+            p.add_argument("--name")
+            p.add_argument("--description")
+            p.add_argument("--queue")
+            p.add_argument("--priority", type=int, help="0-9")
+            p.add_argument("--max-retries", type=int)
+            p.add_argument("--timeout", type=duration, help="per-run time limit (90s, 15m, 2h)")
+            p.add_argument("--expires-after", type=duration,
+                           help="a run that could not start this long after its due time expires")
+            recurring = p.add_mutually_exclusive_group()
+            recurring.add_argument("--every", type=duration, help="interval schedule (30s, 5m, 1h)")
+            recurring.add_argument("--cron", help="cron schedule, 5 fields ('0 9 * * 1-5')")
+            recurring.add_argument("--on-demand", action="store_true", help="remove the schedule")
+            p.add_argument("--timezone", help="IANA time zone for --cron (default UTC)")
+
+        def one_off(p: CommandParser, *, required: bool) -> None:
+            when = p.add_mutually_exclusive_group(required=required)
+            when.add_argument("--in", dest="delay", type=duration, metavar="DURATION",
+                              help="one run after 90s, 15m, 2h or 1d")
+            when.add_argument("--at", type=instant, metavar="ISO-8601", help="one run at this instant")
+            p.add_argument("--expires-in", type=duration, metavar="DURATION",
+                           help="the one run expires if not started this long after its due time")
+
+        p = verb("create", "create a task")
+        p.add_argument("id", nargs="?", help="task id (slug characters); generated when omitted")
+        task_fields(p, creating=True)
+        one_off(p, required=False)
+
+        p = verb("list", "list tasks")
+        p.add_argument("--status", action="append", help="repeat for several")
+        p.add_argument("--action")
+        p.add_argument("--schedule-type", action="append", choices=["none", "once", "interval", "cron"])
+        p.add_argument("--search", help="in id and name")
+        p.add_argument("--limit", type=int, default=100)
+
+        verb("get", "show a task, its next fires and recent runs").add_argument("id")
+
+        p = verb("update", "change some fields of a task")
+        p.add_argument("id")
+        task_fields(p, creating=False)
+
+        verb("delete", "delete a task, its schedule and its runs").add_argument("id")
+        verb("execute", "run a task now").add_argument("id")
+
+        p = verb("schedule", "one run later (--in/--at) or a recurring schedule (--every/--cron)")
+        p.add_argument("id")
+        when = p.add_mutually_exclusive_group(required=True)
+        when.add_argument("--in", dest="delay", type=duration, metavar="DURATION")
+        when.add_argument("--at", type=instant, metavar="ISO-8601")
+        when.add_argument("--every", type=duration, metavar="DURATION")
+        when.add_argument("--cron", metavar="EXPR")
+        p.add_argument("--timezone", help="IANA time zone for --cron")
+        p.add_argument("--expires-in", type=duration, metavar="DURATION")
+
+        p = verb("pause", "pause a task (no new fires; delayed runs wait)")
+        p.add_argument("id")
+        p.add_argument("--note", default="")
+        verb("resume", "resume a paused task").add_argument("id")
+
+        p = verb("runs", "list runs (of one task, or all)")
+        p.add_argument("id", nargs="?", help="only this task's runs")
+        p.add_argument("--status", action="append", help="repeat for several")
+        p.add_argument("--trigger", action="append")
+        p.add_argument("--dead", action="store_true", help="only failed (after retries) and expired runs")
+        p.add_argument("--limit", type=int, default=50)
+
+        verb("cancel", "cancel a pending or queued run").add_argument("run_id")
+        verb("retry", "retry a failed, expired or cancelled run").add_argument("run_id")
+
+        p = verb("backfill", "one run for each fire of the schedule in (start, end]")
+        p.add_argument("id")
+        p.add_argument("--start", type=instant, required=True, metavar="ISO-8601")
+        p.add_argument("--end", type=instant, required=True, metavar="ISO-8601")
+
+        p = verb("preview", "the next fire times of a task's schedule")
+        p.add_argument("id")
+        p.add_argument("--count", type=int, default=5)
+
+    # -- dispatch -----------------------------------------------------------------------
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        self.as_json = bool(options.get("json"))
+        self.now = timezone.now()
+        handler: Callable[[dict[str, Any]], None] = getattr(self, f"do_{options['verb']}")
+        try:
+            handler(options)
+        except CommandError:
+            raise
+        except (ValidationError, services.ConflictError, LookupError) as exc:
+            raise CommandError(one_line(exc), returncode=1) from exc
+
+    @property
+    def by(self) -> str:
+        try:
+            return f"cli:{getpass.getuser()}"
+        except (KeyError, OSError):
+            return "cli"
+
+    def out(self, data: Any, text: str) -> None:
+        self.stdout.write(json.dumps(data, indent=2, default=str) if self.as_json else text)
+
+    def task(self, task_id: str) -> Task:
+        task = Task.objects.filter(pk=task_id).first()
+        if task is None:
+            raise CommandError(f"no task with id {task_id!r}", returncode=1)
+        return task
+
+    def run(self, run_id: str) -> Run:
+        run = Run.objects.select_related("task").filter(pk=run_id).first() if _is_uuid(run_id) else None
+        if run is None:
+            raise CommandError(f"no run with id {run_id!r}", returncode=1)
+        return run
+
+    def fields(self, options: dict[str, Any]) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if options.get("command"):
+            data["action"] = "exec"
+            data["payload"] = {"argv": options["command"]}
+            if options.get("payload"):
+                raise CommandError("give --command or --payload, not both", returncode=2)
+        elif options.get("action"):
+            data["action"] = options["action"]
+        if options.get("payload") is not None:
+            data["payload"] = options["payload"]
+        for option, field in (("name", "name"), ("description", "description"), ("queue", "queue"),
+                              ("priority", "priority"), ("max_retries", "max_retries")):
+            if options.get(option) is not None:
+                data[field] = options[option]
+        for option, field in (("timeout", "timeout_seconds"), ("expires_after", "expires_after_seconds")):
+            if options.get(option) is not None:
+                data[field] = _whole_seconds(options[option], option)
+        data.update(self.recurring(options))
+        return data
+
+    def recurring(self, options: dict[str, Any]) -> dict[str, Any]:
+        if options.get("every") is not None:
+            return {"schedule_type": "interval", "interval_seconds": _whole_seconds(options["every"], "every")}
+        if options.get("cron"):
+            return {"schedule_type": "cron", "cron": options["cron"], "timezone": options.get("timezone") or "UTC"}
+        if options.get("on_demand"):
+            return {"schedule_type": "none"}
+        if options.get("timezone"):
+            return {"timezone": options["timezone"]}
+        return {}
+
+    # -- verbs --------------------------------------------------------------------------
+
+    def do_create(self, o: dict[str, Any]) -> None:
+        task, run = services.task_create_with_run(
+            id=o.get("id"), by=self.by, fields=self.fields(o),
+            delay_seconds=o.get("delay"), run_at=o.get("at"), expires_in_seconds=o.get("expires_in"),
+        )
+        text = f"created task {task.id}"
+        if run is not None:
+            text += f"; run {run.id} due {relative(run.due_at, self.now)}"
+        self.out(TaskCreatedSerializer(task, context={"run": run}).data, text)
+
+    def do_list(self, o: dict[str, Any]) -> None:
+        params: dict[str, Any] = {}
+        for option, name in (("status", "status"), ("action", "action"),
+                             ("schedule_type", "schedule_type"), ("search", "search")):
+            if o.get(option):
+                params[name] = o[option]
+        tasks = list(filters.filter_tasks(Task.objects.all(), params)[: max(o["limit"], 0)])
+        rows = [[t.id, t.name or "-", t.action, schedule_text(t), t.status, relative(t.next_run_at, self.now)]
+                for t in tasks]
+        self.out(TaskOutputSerializer(tasks, many=True).data,
+                 table(rows, ["ID", "NAME", "ACTION", "SCHEDULE", "STATUS", "NEXT RUN"]))
+
+    def do_get(self, o: dict[str, Any]) -> None:
+        task = self.task(o["id"])
+        runs = list(task.runs.select_related("task").order_by("-due_at")[:5])
+        lines = [
+            ("id", task.id), ("name", task.name or "-"), ("action", task.action),
+            ("payload", json.dumps(task.payload)), ("schedule", schedule_text(task)),
+            ("status", task.status + (f" (paused: {task.pause_note})" if task.paused and task.pause_note else "")),
+            ("next run", f"{relative(task.next_run_at, self.now)}"
+                         f"{' (' + task.next_run_at.isoformat() + ')' if task.next_run_at else ''}"),
+            ("queue / priority", f"{task.queue} / {task.priority}"),
+            ("retries", f"{task.max_retries}, backoff {task.retry_backoff_seconds} s"),
+            ("updated", relative(task.updated_at, self.now)),
+        ]
+        width = max(len(k) for k, _ in lines)
+        text = "\n".join(f"{k.ljust(width)}  {v}" for k, v in lines)
+        if runs:
+            text += "\n\nrecent runs:\n" + self.runs_table(runs)
+        self.out(TaskOutputSerializer(task).data, text)
+
+    def do_update(self, o: dict[str, Any]) -> None:
+        task = self.task(o["id"])
+        data = self.fields(o)
+        if not data:
+            raise CommandError("nothing to change: give at least one field option", returncode=2)
+        task = services.task_update(task=task, data=data, by=self.by)
+        self.out(TaskOutputSerializer(task).data, f"updated task {task.id}")
+
+    def do_delete(self, o: dict[str, Any]) -> None:
+        task = self.task(o["id"])
+        services.task_delete(task=task, by=self.by)
+        self.out({"id": o["id"], "deleted": True}, f"deleted task {o['id']} and its runs")
+
+    def do_execute(self, o: dict[str, Any]) -> None:
+        run = services.task_execute(task=self.task(o["id"]), trigger=Trigger.CLI)
+        self.out(RunOutputSerializer(run).data, f"run {run.id} of {run.task_id} queued now")
+
+    def do_schedule(self, o: dict[str, Any]) -> None:
+        task = self.task(o["id"])
+        if o.get("every") is not None or o.get("cron"):
+            if o.get("expires_in") is not None:
+                raise CommandError("--expires-in goes with --in or --at", returncode=2)
+            task = services.task_update(task=task, data=self.recurring(o), by=self.by)
+            self.out(TaskOutputSerializer(task).data,
+                     f"task {task.id}: {schedule_text(task)}, next fire {relative(task.next_run_at, self.now)}")
+            return
+        run = services.task_schedule_once(task=task, delay_seconds=o.get("delay"), run_at=o.get("at"),
+                                          expires_in_seconds=o.get("expires_in"))
+        self.out(RunOutputSerializer(run).data,
+                 f"run {run.id} of {task.id} due {relative(run.due_at, self.now)} ({run.due_at.isoformat()})")
+
+    def do_pause(self, o: dict[str, Any]) -> None:
+        task = services.task_pause(task=self.task(o["id"]), note=o["note"], by=self.by)
+        self.out(TaskOutputSerializer(task).data, f"paused task {task.id}")
+
+    def do_resume(self, o: dict[str, Any]) -> None:
+        task = services.task_resume(task=self.task(o["id"]), by=self.by)
+        self.out(TaskOutputSerializer(task).data, f"resumed task {task.id}; next run {relative(task.next_run_at, self.now)}")
+
+    def do_runs(self, o: dict[str, Any]) -> None:
+        qs: QuerySet[Run] = self.task(o["id"]).runs.all() if o.get("id") else Run.objects.all()
+        params = {name: o[name] for name in ("status", "trigger") if o.get(name)}
+        runs = list(filters.filter_runs(qs, params, dead=o["dead"])[: max(o["limit"], 0)])
+        self.out(RunOutputSerializer(runs, many=True).data, self.runs_table(runs))
+
+    def do_cancel(self, o: dict[str, Any]) -> None:
+        run = services.run_cancel(run=self.run(o["run_id"]))
+        self.out(RunOutputSerializer(run).data, f"cancelled run {run.id}")
+
+    def do_retry(self, o: dict[str, Any]) -> None:
+        run = services.run_retry(run=self.run(o["run_id"]))
+        self.out(RunOutputSerializer(run).data, f"run {run.id} (attempt {run.attempt}) queued")
+
+    def do_backfill(self, o: dict[str, Any]) -> None:
+        runs = services.task_backfill(task=self.task(o["id"]), start=o["start"], end=o["end"], by=self.by)
+        self.out({"created": len(runs), "runs": RunOutputSerializer(runs, many=True).data},
+                 f"created {len(runs)} backfill runs" + ("\n" + self.runs_table(runs) if runs else ""))
+
+    def do_preview(self, o: dict[str, Any]) -> None:
+        task = self.task(o["id"])
+        fires = selectors.task_preview(task=task, count=o["count"], now=self.now)
+        data = {"task": task.id, "timezone": task.timezone,
+                "fires": [{"utc": f.utc.isoformat(), "local": f.local.isoformat()} for f in fires]}
+        rows = [[f.utc.isoformat(), f.local.isoformat(), relative(f.utc, self.now)] for f in fires]
+        self.out(data, table(rows, ["UTC", f"LOCAL ({task.timezone})", "WHEN"]) if rows else "no upcoming fires")
+
+    def runs_table(self, runs: Sequence[Run]) -> str:
+        rows = [[str(r.id), r.task_id, r.trigger, r.status, str(r.attempt), relative(r.due_at, self.now),
+                 relative(r.started_at, self.now),
+                 "-" if r.duration_ms is None else f"{r.duration_ms} ms"] for r in runs]
+        return table(rows, ["RUN", "TASK", "TRIGGER", "STATUS", "TRY", "DUE", "STARTED", "TOOK"])
+
+
+def _whole_seconds(value: float, option: str) -> int:
+    if value != int(value) or value < 1:
+        raise CommandError(f"--{option.replace('_', '-')} must be a whole number of seconds, at least 1s",
+                           returncode=2)
+    return int(value)
+
+
+def _is_uuid(text: str) -> bool:
+    return bool(re.fullmatch(r"[0-9a-fA-F-]{32,36}", text))
+
+
+__all__ = ["Command", "duration", "relative", "timedelta"]
