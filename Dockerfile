@@ -1,0 +1,32 @@
+# One image for every process: web, worker, beat, the release (migrate) step and Flower.
+#   docker build -t scheduled-tasks .
+#   docker compose up           (see docker-compose.yml and docs/operations.md)
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    DJANGO_STATIC_ROOT=/app/staticfiles \
+    TASKS_VAR_DIR=/app/var
+
+WORKDIR /app
+
+# Dependencies first, so a code change does not reinstall them.
+COPY pyproject.toml README.md ./
+COPY project/__init__.py project/__init__.py
+COPY tasks_app/__init__.py tasks_app/__init__.py
+RUN pip install . "flower>=2.0,<3" && pip uninstall -y scheduled-tasks
+
+COPY . .
+RUN pip install --no-deps . \
+    && DJANGO_SECRET_KEY=build-only-not-secret DATABASE_URL=sqlite:////tmp/build.sqlite3 \
+       python manage.py collectstatic --noinput -v0 \
+    && rm -f /tmp/build.sqlite3 \
+    && useradd --system --uid 10001 --home-dir /app app \
+    && mkdir -p /app/var && chown -R app /app/var
+
+USER app
+EXPOSE 8000
+# The web process; docker-compose.yml gives worker, beat, release and flower their commands.
+CMD ["gunicorn", "project.wsgi", "-c", "project/gunicorn.conf.py"]

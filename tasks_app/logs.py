@@ -1,0 +1,98 @@
+"""Structured logs: ``LOG_FORMAT=json`` prints one JSON object per line.
+
+Every line about a run carries ``run_id``, ``task_id``, ``attempt`` and ``lateness_ms``:
+
+- code that has the run logs through :func:`run_log` (a ``LoggerAdapter`` that puts those
+  fields in ``extra``): ``run_log(log, run).info("run completed")``;
+- a line logged while a worker executes ``tasks_app.execute_run`` (Celery's own
+  "received"/"succeeded" lines, an action's own logging) gets ``run_id`` from the Celery
+  request, whose id is the run id, through :class:`RunContextFilter`.
+
+Example line::
+
+    {"ts": "2025-01-01T09:00:00.012Z", "level": "INFO", "logger": "tasks_app.services.runs",
+     "message": "run completed", "run_id": "…", "task_id": "nightly-report", "attempt": 1,
+     "lateness_ms": 4.2, "process": 1234}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import MutableMapping
+from datetime import UTC, datetime
+from typing import Any
+
+RUN_FIELDS = ("run_id", "task_id", "attempt", "lateness_ms", "status", "trigger")
+EXECUTE_RUN = "tasks_app.execute_run"
+# LogRecord's own attributes: everything else on a record came from ``extra``.
+_RESERVED = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line; fields from ``extra`` are kept as top-level keys."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "process": record.process,
+        }
+        for key, value in record.__dict__.items():
+            if key not in _RESERVED and not key.startswith("_") and key not in data:
+                data[key] = value
+        if record.exc_info:
+            data["exc"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            data["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(data, default=str, ensure_ascii=False)
+
+
+class RunContextFilter(logging.Filter):
+    """Adds ``run_id`` to lines logged inside a worker's ``execute_run`` (the Celery task id
+    is the run id). Attach it to the handler so third-party loggers get it too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "run_id", None):
+            return True
+        try:
+            from celery._state import get_current_task
+
+            task = get_current_task()
+        except Exception:  # no Celery, or outside a worker
+            return True
+        request = getattr(task, "request", None) if task is not None else None
+        if task is not None and task.name == EXECUTE_RUN and request is not None and request.id:
+            record.run_id = request.id
+        return True
+
+
+class RunLogAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """Merges the run's fields into every call's ``extra`` (call-site values win)."""
+
+    def process(
+        self, msg: Any, kwargs: MutableMapping[str, Any]
+    ) -> tuple[Any, MutableMapping[str, Any]]:
+        kwargs["extra"] = {**(self.extra or {}), **kwargs.get("extra", {})}
+        return msg, kwargs
+
+
+def run_fields(run: Any) -> dict[str, Any]:
+    """The fields every line about ``run`` carries (works on a ``Run`` or anything alike)."""
+    return {
+        "run_id": str(run.id),
+        "task_id": getattr(run, "task_id", None),
+        "attempt": getattr(run, "attempt", None),
+        "lateness_ms": getattr(run, "lateness_ms", None),
+        "status": getattr(run, "status", None),
+        "trigger": getattr(run, "trigger", None),
+    }
+
+
+def run_log(logger: logging.Logger, run: Any) -> RunLogAdapter:
+    """``run_log(log, run).info("run completed")`` → a line carrying the run's fields."""
+    return RunLogAdapter(logger, run_fields(run))

@@ -1,0 +1,271 @@
+"""``/metrics`` in Prometheus text format, computed from the database at scrape time.
+
+Web, worker and beat are separate processes (and may be many), so in-process counters would
+each see a slice. Instead every figure is read at scrape time from the shared stores:
+
+- ``tasks_runs_total{status,action}``: runs by status and action. A counter in the
+  Prometheus sense: it only grows as runs finish, except when the retention cleanup
+  deletes old rows, which ``rate()`` treats as a counter reset.
+- ``tasks_run_start_lateness_seconds``: histogram of ``started_at - due_at``.
+- ``tasks_queue_depth{queue,status}``: runs waiting (``pending`` in the database,
+  ``queued`` on the broker) per queue; ``tasks_broker_queue_messages{queue}`` is what the
+  broker itself holds (``-1`` when it cannot be asked).
+- ``tasks_beat_last_heartbeat_timestamp_seconds``: beat's last tick, from
+  ``tasks_app.health.last_beat_tick`` (beat writes it every tick);
+  ``tasks_beat_tick_duration_seconds``: how long that tick took, written by beat through
+  :func:`beat_tick_record` (cache key ``tasks:beat:tick``).
+- ``tasks_tasks{status}``, ``tasks_paused``, ``tasks_alarms``.
+
+Access: a request carrying ``Authorization: Bearer <TASKS_METRICS_TOKEN>`` (when that setting
+is non-empty), or one whose address lies in ``TASKS_METRICS_ALLOWED_NETWORKS`` (CIDRs, default
+loopback only; the address is ``REMOTE_ADDR``, so a reverse proxy in front counts as its own
+address). Anything else gets 401/403.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import time
+from collections.abc import Iterable, Iterator
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from . import health
+from .models import Run, RunStatus, Task
+
+log = logging.getLogger(__name__)
+
+BEAT_TICK_KEY = "tasks:beat:tick"
+# Start lateness buckets, in seconds.
+LATENESS_BUCKETS = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+)
+DEFAULT_ALLOWED_NETWORKS = ("127.0.0.0/8", "::1/128")
+
+
+# --- beat heartbeat -----------------------------------------------------------------------
+
+
+def beat_tick_record(*, duration_seconds: float, at: float | None = None) -> None:
+    """Called by beat after every tick: when it ran and how long it took.
+
+    Never raises (a cache outage must not stop beat).
+    """
+    try:
+        cache.set(BEAT_TICK_KEY, {"at": at or time.time(), "duration": duration_seconds}, None)
+    except Exception:
+        log.warning("could not record the beat heartbeat", exc_info=True)
+
+
+def beat_tick_duration_get() -> float | None:
+    """How long beat's last tick took, in seconds, or ``None`` if never recorded."""
+    value = cache.get(BEAT_TICK_KEY)
+    return float(value["duration"]) if isinstance(value, dict) else None
+
+
+# --- the collector ------------------------------------------------------------------------
+
+
+class TasksCollector:
+    """Reads the figures from Postgres, the cache and the broker when scraped."""
+
+    def __init__(self, *, broker: bool = True) -> None:
+        self.broker = broker
+
+    def describe(self) -> Iterable[Metric]:
+        return []  # no up-front description: the collector queries only when scraped
+
+    def collect(self) -> Iterator[Metric]:
+        yield self._runs()
+        yield self._lateness()
+        yield from self._queues()
+        yield from self._tasks()
+        yield from self._beat()
+
+    def _runs(self) -> Metric:
+        family = CounterMetricFamily(
+            "tasks_runs", "Runs recorded, by status and action.", labels=["status", "action"]
+        )
+        rows = Run.objects.order_by().values("status", "task__action").annotate(n=Count("id"))
+        for row in rows:
+            family.add_metric([row["status"], row["task__action"]], row["n"])
+        return family
+
+    def _lateness(self) -> Metric:
+        edges = [b * 1000 for b in LATENESS_BUCKETS]
+        selects = ", ".join(f"count(*) FILTER (WHERE lateness_ms <= {e!r})" for e in edges)
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"SELECT {selects}, count(*), coalesce(sum(lateness_ms), 0) "  # noqa: S608
+                    "FROM tasks_app_run WHERE lateness_ms IS NOT NULL"
+                )
+                row = cursor.fetchone()
+            else:  # SQLite has FILTER too since 3.30, but keep the embedded mode portable
+                sums = ", ".join(
+                    f"sum(CASE WHEN lateness_ms <= {e!r} THEN 1 ELSE 0 END)" for e in edges
+                )
+                cursor.execute(
+                    f"SELECT {sums}, count(*), coalesce(sum(lateness_ms), 0) "  # noqa: S608
+                    "FROM tasks_app_run WHERE lateness_ms IS NOT NULL"
+                )
+                row = cursor.fetchone()
+        counts = [int(v or 0) for v in row[: len(edges)]]
+        total, total_ms = int(row[len(edges)] or 0), float(row[len(edges) + 1] or 0)
+        buckets = [(repr(b), c) for b, c in zip(LATENESS_BUCKETS, counts, strict=True)]
+        buckets.append(("+Inf", total))
+        return HistogramMetricFamily(
+            "tasks_run_start_lateness_seconds",
+            "How late runs started after their due instant.",
+            buckets=buckets,
+            sum_value=total_ms / 1000,
+        )
+
+    def _queues(self) -> Iterator[Metric]:
+        depth = GaugeMetricFamily(
+            "tasks_queue_depth", "Runs waiting, by queue and status.", labels=["queue", "status"]
+        )
+        queues: set[str] = set()
+        rows = (
+            Run.objects.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED])
+            .order_by()
+            .values("task__queue", "status")
+            .annotate(n=Count("id"))
+        )
+        for row in rows:
+            queues.add(row["task__queue"])
+            depth.add_metric([row["task__queue"], row["status"]], row["n"])
+        yield depth
+        if not self.broker:
+            return
+        queues.add(settings.CELERY_TASK_DEFAULT_QUEUE)
+        broker = GaugeMetricFamily(
+            "tasks_broker_queue_messages",
+            "Messages the broker holds per queue (-1: the broker could not be asked).",
+            labels=["queue"],
+        )
+        for name, count in _broker_depths(sorted(queues)).items():
+            broker.add_metric([name], count)
+        yield broker
+
+    def _tasks(self) -> Iterator[Metric]:
+        tasks = GaugeMetricFamily("tasks_tasks", "Tasks by status.", labels=["status"])
+        for row in Task.objects.order_by().values("status").annotate(n=Count("id")):
+            tasks.add_metric([row["status"]], row["n"])
+        yield tasks
+        counts = Task.objects.aggregate(
+            paused=Count("id", filter=Q(paused=True)),
+            alarms=Count("id", filter=Q(alarm_since__isnull=False)),
+        )
+        yield GaugeMetricFamily("tasks_paused", "Paused tasks.", value=counts["paused"])
+        yield GaugeMetricFamily(
+            "tasks_alarms", "Tasks with a raised missed-run alarm.", value=counts["alarms"]
+        )
+
+    def _beat(self) -> Iterator[Metric]:
+        last = health.last_beat_tick()
+        yield GaugeMetricFamily(
+            "tasks_beat_last_heartbeat_timestamp_seconds",
+            "Unix time of beat's last tick (0: never seen).",
+            value=last.timestamp() if last else 0,
+        )
+        duration = beat_tick_duration_get()
+        yield GaugeMetricFamily(
+            "tasks_beat_tick_duration_seconds",
+            "How long beat's last tick took (firing schedules and releasing runs; -1: unknown).",
+            value=duration if duration is not None else -1,
+        )
+
+
+def _broker_depths(queues: list[str]) -> dict[str, int]:
+    """Message counts by passive ``queue_declare``; ``-1`` for a queue that cannot be read."""
+    from celery import current_app
+
+    out = dict.fromkeys(queues, -1)
+    try:
+        with current_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=1)
+            for name in queues:
+                channel = conn.channel()
+                try:
+                    out[name] = channel.queue_declare(queue=name, passive=True).message_count
+                except Exception:  # noqa: S112 - an undeclared queue has no depth to report
+                    continue
+                finally:
+                    try:
+                        channel.close()
+                    except Exception:  # noqa: S110
+                        pass
+    except Exception:
+        log.warning("broker unreachable for queue depths", exc_info=True)
+    return out
+
+
+def metrics_text(*, broker: bool = True) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(TasksCollector(broker=broker))  # type: ignore[arg-type]
+    return generate_latest(registry)
+
+
+# --- the view -----------------------------------------------------------------------------
+
+
+def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    raw = getattr(settings, "TASKS_METRICS_ALLOWED_NETWORKS", DEFAULT_ALLOWED_NETWORKS)
+    if isinstance(raw, str):
+        raw = [part.strip() for part in raw.split(",") if part.strip()]
+    return [ipaddress.ip_network(item, strict=False) for item in raw]
+
+
+def metrics_allowed(request: HttpRequest) -> tuple[bool, int]:
+    """(allowed, status when refused): bearer token or an allowed source network."""
+    token = getattr(settings, "TASKS_METRICS_TOKEN", "")
+    header = request.headers.get("Authorization", "")
+    if token and header.startswith("Bearer "):
+        return hmac.compare_digest(header[7:].strip().encode(), token.encode()), 401
+    try:
+        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False, 401
+    if any(address in net for net in _allowed_networks()):
+        return True, 200
+    return False, 401 if token else 403
+
+
+@require_GET
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    allowed, status = metrics_allowed(request)
+    if not allowed:
+        response = HttpResponse("metrics: not allowed\n", status=status, content_type="text/plain")
+        if status == 401:
+            response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return HttpResponse(metrics_text(), content_type=CONTENT_TYPE_LATEST)

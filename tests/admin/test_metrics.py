@@ -1,0 +1,67 @@
+"""/metrics: Prometheus text that prometheus_client parses, guarded by a token or a network
+rule, whose counters move when a real worker completes runs."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+from prometheus_client.parser import text_string_to_metric_families
+
+from tasks_app import metrics, services
+from tasks_app.models import Run, RunStatus
+from tests.processes import wait_until
+
+TOKEN = "s3cret-scrape-token"
+
+
+def scrape(client, **headers) -> dict[str, dict[tuple, float]]:
+    response = client.get("/metrics", **headers)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain; version=")
+    out: dict[str, dict[tuple, float]] = {}
+    for family in text_string_to_metric_families(response.content.decode()):
+        for sample in family.samples:
+            out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return out
+
+
+def runs(samples, status: str, action: str) -> float:
+    return samples.get("tasks_runs_total", {}).get((("action", action), ("status", status)), 0)
+
+
+@pytest.mark.django_db
+@override_settings(TASKS_METRICS_TOKEN=TOKEN, TASKS_METRICS_ALLOWED_NETWORKS=["10.9.0.0/16"])
+def test_token_or_network_is_required(client) -> None:
+    assert client.get("/metrics").status_code == 401  # loopback is not in the allowed networks
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
+    assert client.get("/metrics", REMOTE_ADDR="10.9.3.4").status_code == 200
+
+
+@pytest.mark.django_db
+@override_settings(TASKS_METRICS_TOKEN="", TASKS_METRICS_ALLOWED_NETWORKS=["10.9.0.0/16"])
+def test_outside_the_networks_without_a_token_is_forbidden(client) -> None:
+    assert client.get("/metrics").status_code == 403
+
+
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
+def test_counters_and_lateness_histogram_move_when_runs_complete(client, worker) -> None:
+    metrics.beat_tick_record(duration_seconds=0.012)
+    before = scrape(client)
+    assert before["tasks_beat_tick_duration_seconds"][()] == pytest.approx(0.012)
+    assert "tasks_beat_last_heartbeat_timestamp_seconds" in before
+    task = services.task_create(id="metered", action="echo", payload={"message": "m"})
+    ids = [services.task_execute(task=task).pk for _ in range(3)]
+    wait_until(
+        lambda: Run.objects.filter(pk__in=ids, status=RunStatus.COMPLETED).count() == 3,
+        timeout=30,
+        message="three runs to complete",
+    )
+    after = scrape(client)
+    assert runs(after, "completed", "echo") - runs(before, "completed", "echo") == 3
+    count_before = before["tasks_run_start_lateness_seconds_count"][()]
+    assert after["tasks_run_start_lateness_seconds_count"][()] == count_before + 3
+    assert after["tasks_run_start_lateness_seconds_bucket"][(("le", "+Inf"),)] == count_before + 3
+    assert after["tasks_run_start_lateness_seconds_bucket"][(("le", "5.0"),)] >= count_before + 3
+    assert after["tasks_broker_queue_messages"]  # the broker answered for the default queue

@@ -1,0 +1,112 @@
+"""The overview page: counts, charts, failing/paused/alarm lists, health; fixed query count."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from tasks_app import overview, services
+from tasks_app.models import Run, RunStatus, Task, TaskStatus
+
+pytestmark = pytest.mark.django_db
+URL = "tasks-overview"
+
+
+def make_runs(task: Task, status: str, n: int, *, minutes_ago: float, lateness: float) -> None:
+    now = timezone.now()
+    due = now - timedelta(minutes=minutes_ago)
+    Run.objects.bulk_create(
+        [
+            Run(
+                task=task,
+                trigger="manual",
+                status=status,
+                scheduled_for=due,
+                due_at=due,
+                started_at=due + timedelta(milliseconds=lateness),
+                lateness_ms=lateness + i,
+                finished_at=due + timedelta(seconds=1),
+            )
+            for i in range(n)
+        ]
+    )
+
+
+def test_index_links_to_the_overview(operator) -> None:
+    page = operator.get(reverse("admin:index")).content.decode()
+    assert f'href="{reverse(URL)}"' in page
+
+
+def test_counts_percentiles_and_lists(operator) -> None:
+    ok = services.task_create(id="ok", action="noop")
+    bad = services.task_create(id="bad", action="noop")
+    make_runs(ok, RunStatus.COMPLETED, 10, minutes_ago=5, lateness=100)  # 100..109 ms
+    make_runs(ok, RunStatus.COMPLETED, 3, minutes_ago=120, lateness=5)  # day, not hour
+    make_runs(bad, RunStatus.FAILED, 2, minutes_ago=3, lateness=1)
+    Task.objects.filter(pk="bad").update(status=TaskStatus.FAILED, consecutive_failures=2)
+    services.task_pause(task=ok, note="rotating credentials", by="ana")
+    Task.objects.filter(pk="ok").update(
+        alarm_since=timezone.now(), alarm_note="fire at 09:00 not done"
+    )
+
+    data = overview.overview_get(with_health=False)
+    assert data.counts["completed"] == {"hour": 10, "day": 13}
+    assert data.counts["failed"] == {"hour": 2, "day": 2}
+    minute = [p for p in data.lateness if p.count == 10][0]
+    assert minute.p50_ms == pytest.approx(104.5) and minute.p99_ms == pytest.approx(108.91)
+    assert sum(c.get("completed", 0) for _, c in data.per_minute) == 10
+    assert len(data.per_minute) == overview.CHART_MINUTES
+    assert [t["id"] for t in data.failing] == ["bad"] and data.failing[0]["failed_day"] == 2
+    assert data.paused[0]["pause_note"] == "rotating credentials"
+    assert [t["id"] for t in data.alarms] == ["ok"]
+
+    page = operator.get(reverse(URL)).content.decode()
+    assert "rotating credentials" in page and "fire at 09:00 not done" in page
+    assert "<svg" in page and "Runs per minute by status" in page
+    assert "Start lateness p50 and p99 per minute" in page
+
+
+def test_health_endpoint_reports_each_component_and_the_page_shows_it(operator) -> None:
+    from django.core.cache import cache
+
+    cache.delete(overview.HEALTH_CACHE_KEY)
+    cold = operator.get(reverse(URL)).content.decode()
+    assert 'data-state="loading"' in cold  # the page does not wait for worker pings
+    health = operator.get(reverse("tasks-overview-health")).json()["health"]
+    assert list(health) == ["database", "broker", "cache", "beat", "workers"]
+    assert health["database"]["ok"] and health["cache"]["ok"] and health["broker"]["ok"], health
+    warm = operator.get(reverse(URL)).content.decode()
+    for component in health:
+        assert f"<th>{component}</th>" in warm
+
+
+def test_overview_query_count_does_not_grow_with_tasks(
+    operator, django_assert_max_num_queries
+) -> None:
+    def load() -> None:
+        operator.get(reverse(URL))
+
+    for i in range(3):
+        t = services.task_create(id=f"t{i}", action="noop")
+        services.task_pause(task=t, note=f"note {i}")
+        Task.objects.filter(pk=t.pk).update(
+            status=TaskStatus.FAILED, consecutive_failures=1, alarm_since=timezone.now()
+        )
+    load()
+    with django_assert_max_num_queries(12) as small:
+        load()
+    for i in range(3, 30):
+        t = services.task_create(id=f"t{i}", action="noop")
+        services.task_pause(task=t, note=f"note {i}")
+        Task.objects.filter(pk=t.pk).update(
+            status=TaskStatus.FAILED, consecutive_failures=1, alarm_since=timezone.now()
+        )
+    with django_assert_max_num_queries(len(small.captured_queries)):
+        load()
+
+
+def test_overview_needs_staff(client) -> None:
+    assert client.get(reverse(URL)).status_code == 302

@@ -1,0 +1,114 @@
+"""The run list and the run page: filters, search, columns, output, error, Celery result,
+attempt links, Retry and Cancel."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from django_celery_results.models import TaskResult
+
+from tasks_app import services
+from tasks_app.models import Run, RunStatus, Trigger
+
+pytestmark = pytest.mark.django_db
+LIST = "admin:tasks_app_run_changelist"
+
+
+def finished(run: Run, status: str, **fields) -> Run:
+    now = timezone.now()
+    Run.objects.filter(pk=run.pk).update(
+        status=status,
+        started_at=now - timedelta(seconds=2),
+        finished_at=now,
+        lateness_ms=12.0,
+        **fields,
+    )
+    run.refresh_from_db()
+    return run
+
+
+def listed(client, **params) -> set[str]:
+    response = client.get(reverse(LIST), params)
+    assert response.status_code == 200
+    return {str(r.pk) for r in response.context["cl"].result_list}
+
+
+def test_search_by_task_id_full_run_id_and_short_run_id(operator) -> None:
+    a = services.task_execute(task=services.task_create(id="alpha", action="noop"))
+    b = services.task_execute(task=services.task_create(id="beta", action="noop"))
+    assert listed(operator, q="alpha") == {str(a.pk)}
+    assert listed(operator, q=str(b.pk)) == {str(b.pk)}
+    assert listed(operator, q=str(b.pk)[:8]) == {str(b.pk)}  # the short id the list shows
+
+
+def test_filters_by_status_action_trigger_and_queue(operator) -> None:
+    echo = services.task_create(id="echoer", action="echo", payload={"message": "x"}, queue="slow")
+    noop = services.task_create(id="nooper", action="noop")
+    failed = finished(services.task_execute(task=echo, trigger=Trigger.ADMIN), RunStatus.FAILED)
+    done = finished(services.task_execute(task=noop), RunStatus.COMPLETED)
+    assert listed(operator, status__exact="failed") == {str(failed.pk)}
+    assert listed(operator, task__action__exact="noop") == {str(done.pk)}
+    assert listed(operator, trigger__exact="admin") == {str(failed.pk)}
+    assert listed(operator, queue="slow") == {str(failed.pk)}
+
+
+def test_list_shows_due_started_lateness_duration_attempt(operator) -> None:
+    run = finished(
+        services.task_execute(task=services.task_create(id="cols", action="noop")),
+        RunStatus.COMPLETED,
+    )
+    page = operator.get(reverse(LIST)).content.decode()
+    for header in ("due at", "started at", "lateness", "duration", "attempt"):
+        assert header in page.lower()
+    assert "12 ms" in page and "2000 ms" in page
+    assert str(run.pk)[:8] in page
+
+
+def test_run_page_shows_output_truncation_error_celery_result_and_attempt_links(operator) -> None:
+    task = services.task_create(id="flaky", action="noop", max_retries=2)
+    first = finished(
+        services.task_execute(task=task),
+        RunStatus.FAILED,
+        error="RuntimeError: disk full\n\nTraceback (most recent call last):\n  ...",
+        output="x" * 100,
+        truncated=True,
+    )
+    second = services.run_retry(run=first)
+    TaskResult.objects.create(
+        task_id=str(first.pk),
+        task_name="tasks_app.execute_run",
+        status="SUCCESS",
+        result='{"status": "failed"}',
+        worker="w1@host",
+    )
+    page = operator.get(reverse("admin:tasks_app_run_change", args=[first.pk])).content.decode()
+    assert "<pre class='tasks-output'>" + "x" * 100 in page
+    assert "Truncated: only the first 64 KiB" in page
+    assert "Traceback (most recent call last)" in page and "disk full" in page
+    assert "w1@host" in page and "SUCCESS" in page  # the Celery result
+    assert reverse("admin:tasks_app_run_change", args=[second.pk]) in page  # next attempt
+    assert reverse("admin:tasks_app_task_change", args=[task.pk]) in page
+    assert 'id="btn-retry"' in page and 'id="btn-cancel"' not in page
+    back = operator.get(reverse("admin:tasks_app_run_change", args=[second.pk])).content.decode()
+    assert "previous attempt (1, failed)" in back
+
+
+def test_cancel_and_retry_buttons_go_through_the_services(operator) -> None:
+    task = services.task_create(id="later", action="noop")
+    waiting = services.task_schedule_once(task=task, delay_seconds=3600)
+    operator.post(reverse("admin:tasks_app_run_cancel", args=[waiting.pk]))
+    waiting.refresh_from_db()
+    assert waiting.status == RunStatus.CANCELLED
+    response = operator.post(reverse("admin:tasks_app_run_retry", args=[waiting.pk]))
+    retry = Run.objects.get(trigger=Trigger.RETRY)
+    assert retry.attempt == 2 and retry.first_attempt_id == waiting.pk
+    assert response["Location"] == reverse("admin:tasks_app_run_change", args=[retry.pk])
+    # cancelling a finished run is a conflict, shown as a message, nothing changes
+    done = finished(services.task_execute(task=task), RunStatus.COMPLETED)
+    response = operator.post(reverse("admin:tasks_app_run_cancel", args=[done.pk]), follow=True)
+    assert "only pending or queued runs can be cancelled" in response.content.decode()
+    done.refresh_from_db()
+    assert done.status == RunStatus.COMPLETED

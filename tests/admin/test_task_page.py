@@ -1,0 +1,169 @@
+"""The task page: schedule in words, next five fires, preview endpoint, buttons, errors."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import pytest
+from django.urls import reverse
+
+from tasks_app import services
+from tasks_app.models import Run, RunStatus, Task, TaskAuditEntry, TaskStatus, Trigger
+
+pytestmark = pytest.mark.django_db
+
+
+def change_url(task: Task) -> str:
+    return reverse("admin:tasks_app_task_change", args=[task.pk])
+
+
+def test_preview_endpoint_spells_out_cron_and_lists_five_local_fires(operator) -> None:
+    response = operator.get(
+        reverse("admin:tasks_app_task_preview"),
+        {"schedule_type": "cron", "cron": "0 9 * * 1-5", "timezone": "Europe/Paris"},
+    )
+    assert response.status_code == 200
+    data = response.json()
+    assert data["description"] == "At 09:00 AM, Monday through Friday (Europe/Paris)"
+    assert len(data["fires"]) == 5
+    for fire in data["fires"]:
+        local = datetime.fromisoformat(fire["local"])
+        assert (local.hour, local.minute) == (9, 0) and local.isoweekday() <= 5
+        assert datetime.fromisoformat(fire["utc"]) == local  # same instant, other zone
+    assert [f["utc"] for f in data["fires"]] == sorted(f["utc"] for f in data["fires"])
+
+
+def test_preview_endpoint_reports_a_malformed_cron_and_an_unknown_zone(operator) -> None:
+    url = reverse("admin:tasks_app_task_preview")
+    bad_cron = operator.get(url, {"schedule_type": "cron", "cron": "61 * * * *", "timezone": "UTC"})
+    assert bad_cron.status_code == 400
+    assert "invalid cron expression" in bad_cron.json()["errors"]["cron"][0]["message"]
+    bad_zone = operator.get(
+        url, {"schedule_type": "cron", "cron": "* * * * *", "timezone": "Mars/Olympus"}
+    )
+    assert bad_zone.status_code == 400 and "timezone" in bad_zone.json()["errors"]
+
+
+def test_preview_endpoint_needs_a_staff_login(client) -> None:
+    response = client.get(reverse("admin:tasks_app_task_preview"), {"schedule_type": "none"})
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_task_page_shows_words_next_fires_status_and_last_runs(operator) -> None:
+    task = services.task_create(
+        id="nightly",
+        action="noop",
+        schedule_type="cron",
+        cron="30 2 * * *",
+        timezone="America/New_York",
+    )
+    run = services.task_execute(task=task)
+    Run.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error="boom")
+    page = operator.get(change_url(task)).content.decode()
+    assert "At 02:30 AM (America/New_York)" in page
+    fires = re.findall(r"<li><span class='tasks-mono'>([^<]+)</span>", page)
+    assert len(fires) == 5 and all("02:30:00" in f for f in fires)
+    task.refresh_from_db()
+    assert f"{task.next_run_at:%Y-%m-%d %H:%M:%S} UTC" in page  # next run, in the state bar
+    assert 'class="tasks-badge tasks-pending"' in page
+    assert str(run.pk)[:8] in page and "tasks-badge tasks-failed" in page  # last runs inline
+    for button in ("btn-run-now", "btn-pause", "btn-duplicate"):
+        assert f'id="{button}"' in page
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("cron", "every day", "invalid cron expression"),
+        ("timezone", "Mars/Olympus", "Mars/Olympus"),
+        ("action", "launch-rockets", "unknown action"),
+        ("delay_seconds", "-5", "must not be negative"),
+        ("payload", '{"seconds": "soon"}', "does not fit action"),
+    ],
+)
+def test_add_form_shows_service_errors_next_to_the_field(operator, field, value, message) -> None:
+    data = {
+        "id": "bad-one",
+        "action": "sleep",
+        "payload": '{"seconds": 1}',
+        "queue": "celery",
+        "priority": 5,
+        "max_retries": 0,
+        "retry_backoff_seconds": 10,
+        "schedule_type": "cron",
+        "cron": "*/5 * * * *",
+        "timezone": "UTC",
+        "jitter_seconds": 0,
+        "overlap_policy": "allow",
+        "catchup": "skip",
+        "catchup_window_seconds": 3600,
+    }
+    data[field] = value
+    response = operator.post(reverse("admin:tasks_app_task_add"), data)
+    assert response.status_code == 200, "the form was accepted"
+    errors = response.context["adminform"].form.errors
+    assert field in errors and message in " ".join(errors[field])
+    assert not Task.objects.filter(pk="bad-one").exists()
+
+
+def test_run_now_button_creates_an_admin_run(operator) -> None:
+    task = services.task_create(id="button-run", action="noop")
+    response = operator.post(reverse("admin:tasks_app_task_run_now", args=[task.pk]))
+    assert response.status_code == 302 and response["Location"] == change_url(task)
+    run = Run.objects.get(task=task)
+    assert run.trigger == Trigger.ADMIN
+
+
+def test_pause_button_requires_a_note_and_records_who_and_why(operator) -> None:
+    task = services.task_create(
+        id="pausy", action="noop", schedule_type="interval", interval_seconds=60
+    )
+    url = reverse("admin:tasks_app_task_pause", args=[task.pk])
+    operator.post(url, {"note": "  "})
+    assert not Task.objects.get(pk=task.pk).paused
+    operator.post(url, {"note": "vendor API down until 15:00"})
+    task.refresh_from_db()
+    assert task.paused and task.status == TaskStatus.PAUSED
+    assert (task.pause_note, task.paused_by) == ("vendor API down until 15:00", "ops")
+    page = operator.get(change_url(task)).content.decode()
+    assert "vendor API down until 15:00" in page and 'id="btn-resume"' in page
+    operator.post(reverse("admin:tasks_app_task_resume", args=[task.pk]))
+    task.refresh_from_db()
+    assert not task.paused and task.status == TaskStatus.PENDING
+    assert list(
+        TaskAuditEntry.objects.filter(task_id=task.pk).values_list("event", flat=True)[:2]
+    ) == ["resumed", "paused"]
+
+
+def test_buttons_refuse_get(operator) -> None:
+    task = services.task_create(id="no-get", action="noop")
+    response = operator.get(reverse("admin:tasks_app_task_run_now", args=[task.pk]))
+    assert response.status_code == 405 and not Run.objects.exists()
+
+
+def test_duplicate_copies_the_task_and_holds_a_recurring_copy_paused(operator) -> None:
+    task = services.task_create(
+        id="report",
+        name="Report",
+        action="echo",
+        payload={"message": "hi"},
+        schedule_type="cron",
+        cron="0 * * * *",
+        timezone="Asia/Tokyo",
+        max_retries=3,
+    )
+    response = operator.post(reverse("admin:tasks_app_task_duplicate", args=[task.pk]))
+    copy = Task.objects.get(pk="report-copy")
+    assert response["Location"] == change_url(copy)
+    assert (copy.action, copy.payload, copy.cron, copy.timezone, copy.max_retries) == (
+        "echo",
+        {"message": "hi"},
+        "0 * * * *",
+        "Asia/Tokyo",
+        3,
+    )
+    assert copy.name == "Report (copy)"
+    assert copy.paused and "Duplicate of report" in copy.pause_note
+    operator.post(reverse("admin:tasks_app_task_duplicate", args=[task.pk]))
+    assert Task.objects.filter(pk="report-copy-2").exists()
