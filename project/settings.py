@@ -73,7 +73,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_celery_beat",
     "django_celery_results",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "tasks_app",
+    # Your own apps (e.g. one that registers actions), comma-separated dotted paths.
+    *env_list("TASKS_EXTRA_APPS", ""),
 ]
 
 MIDDLEWARE = [
@@ -123,8 +129,10 @@ if EMBEDDED:
     }
 else:
     DATABASES = {
-        "default": dj_database_url.parse(
-            os.environ["DATABASE_URL"], conn_max_age=60, conn_health_checks=True
+        "default": dict(
+            dj_database_url.parse(
+                os.environ["DATABASE_URL"], conn_max_age=60, conn_health_checks=True
+            )
         )
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -143,7 +151,7 @@ else:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": VAR_DIR / "cache",
+            "LOCATION": str(VAR_DIR / "cache"),
         }
     }
 
@@ -180,7 +188,7 @@ SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000")) if 
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_SSL
 SECURE_HSTS_PRELOAD = SECURE_SSL
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-SECURE_REDIRECT_EXEMPT = [r"^api/health$"]
+SECURE_REDIRECT_EXEMPT = [r"^api/health$", r"^metrics$"]
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DJANGO_MAX_BODY_BYTES", str(1024 * 1024)))
@@ -211,7 +219,13 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# A failed run and a run killed at its hard time limit are acknowledged (their outcome is
+# recorded by the services); a lost worker process's message is requeued (see above).
+CELERY_TASK_ACKS_ON_FAILURE_OR_TIMEOUT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Workers wait for the broker however long it is away (Celery's default gives up after 100).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TASKS_DEFAULT_QUEUE", "celery")
 CELERY_TASK_QUEUE_MAX_PRIORITY = 10
 CELERY_TASK_DEFAULT_PRIORITY = 5
@@ -240,17 +254,139 @@ TASKS_MAX_DELAY_SECONDS = env_float("TASKS_MAX_DELAY_SECONDS", 365 * 24 * 3600)
 TASKS_RUN_AT_GRACE_SECONDS = env_float("TASKS_RUN_AT_GRACE_SECONDS", 5.0)
 TASKS_DEFAULT_TIMEOUT_SECONDS = int(os.environ.get("TASKS_DEFAULT_TIMEOUT_SECONDS", "3600"))
 TASKS_OUTPUT_LIMIT_BYTES = 64 * 1024
+# Missed-run alarms: optional webhook (POSTed through the http action) when one is raised.
+TASKS_ALARM_WEBHOOK_URL = os.environ.get("TASKS_ALARM_WEBHOOK_URL", "")
 TASKS_BACKFILL_MAX_RUNS = int(os.environ.get("TASKS_BACKFILL_MAX_RUNS", "1000"))
 TASKS_RELEASE_BATCH = int(os.environ.get("TASKS_RELEASE_BATCH", "1000"))
+# Beat replicas compete for this Postgres advisory lock; the holder fires and releases.
+TASKS_BEAT_LOCK_KEY = int(os.environ.get("TASKS_BEAT_LOCK_KEY", str(0x7461736B736274)))
+# How often the stock path (PeriodicTasks not owned by a task) reads django-celery-beat's
+# global "changed" row; owned schedules never depend on it.
+TASKS_BEAT_STOCK_CHECK_SECONDS = env_float("TASKS_BEAT_STOCK_CHECK_SECONDS", 10.0)
+# Log every beat tick that fired or released something (counts and duration) at INFO.
+TASKS_BEAT_LOG_TICKS = env_bool("TASKS_BEAT_LOG_TICKS", False)
+# Reliability (docs/reliability.md). A worker renews a running run's lease (heartbeat_at)
+# every TASKS_HEARTBEAT_SECONDS; beat's sweep treats a run whose lease is older than
+# TASKS_STALL_SECONDS (keep it several heartbeats long) as lost and retries or fails it.
+TASKS_HEARTBEAT_SECONDS = env_float("TASKS_HEARTBEAT_SECONDS", 10.0)
+TASKS_STALL_SECONDS = env_float("TASKS_STALL_SECONDS", 60.0)
+# A run queued this long past its due time while its queue holds no ready message lost its
+# message: it goes back to pending and is published again under the same id.
+TASKS_REQUEUE_AFTER_SECONDS = env_float("TASKS_REQUEUE_AFTER_SECONDS", 120.0)
+# How long a worker keeps retrying to record a finished run's outcome while the database is
+# unreachable (after that the lease expires and the sweep takes over).
+TASKS_DB_RETRY_SECONDS = env_float("TASKS_DB_RETRY_SECONDS", 30.0)
+
+# --- Actions (docs/actions.md) --------------------------------------------------------------
+# http: private, loopback, link-local, multicast, reserved and metadata addresses are refused
+# at connect time unless inside one of these CIDRs (e.g. "10.20.0.0/16,127.0.0.1/32").
+TASKS_HTTP_ALLOWED_NETWORKS = env_list("TASKS_HTTP_ALLOWED_NETWORKS", "")
+TASKS_HTTP_MAX_REDIRECTS = int(os.environ.get("TASKS_HTTP_MAX_REDIRECTS", "5"))
+# command: management commands a task may run. The default ones only read state or delete
+# expired sessions; `diffsettings` is deliberately absent (it prints SECRET_KEY and the
+# database password into the run's output).
+TASKS_COMMAND_ALLOWLIST = env_list("TASKS_COMMAND_ALLOWLIST", "check,clearsessions,showmigrations")
+# exec: program names (looked up on TASKS_EXEC_PATH) or absolute paths. Empty = disabled.
+TASKS_EXEC_ALLOWLIST = env_list("TASKS_EXEC_ALLOWLIST", "")
+# The only environment variable a program gets (no secrets are passed on).
+TASKS_EXEC_PATH = os.environ.get("TASKS_EXEC_PATH", "/usr/local/bin:/usr/bin:/bin")
+# Resource limits per program (0 = no limit; CPU 0 = the run's timeout).
+TASKS_EXEC_CPU_SECONDS = int(os.environ.get("TASKS_EXEC_CPU_SECONDS", "0"))
+TASKS_EXEC_MEMORY_BYTES = int(os.environ.get("TASKS_EXEC_MEMORY_BYTES", str(1024**3)))
+TASKS_EXEC_FILE_SIZE_BYTES = int(os.environ.get("TASKS_EXEC_FILE_SIZE_BYTES", str(64 * 1024**2)))
+
+# --- E-mail (the `email` action) ------------------------------------------------------------
+# Embedded mode prints messages to the console; a deployment sends through SMTP.
+EMAIL_BACKEND = os.environ.get(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend"
+    if EMBEDDED
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = int(os.environ.get("EMAIL_TIMEOUT", "30"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "tasks@localhost")
+SERVER_EMAIL = os.environ.get("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
+
+# --- REST API (tasks_app.api) ---------------------------------------------------------------
+# Token (``Authorization: Token <key>``, minted with ``manage.py drf_create_token <user>``) and
+# session auth; Django model permissions (view/add/change/delete) on every route but
+# /api/health; throttling counts live in the default cache (Redis in production).
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["tasks_app.api.permissions.ModelPermissions"],
+    "DEFAULT_PARSER_CLASSES": ["tasks_app.api.parsers.LimitedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "tasks_app.api.throttling.UserThrottle",
+        "tasks_app.api.throttling.AnonThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": os.environ.get("TASKS_API_RATE_USER", "1200/minute"),
+        "anon": os.environ.get("TASKS_API_RATE_ANON", "60/minute"),
+    },
+    "DEFAULT_PAGINATION_CLASS": "tasks_app.api.pagination.Pagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "tasks_app.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Scheduled tasks API",
+    "DESCRIPTION": "Tasks, schedules and runs. Errors are "
+    '`{"error": "<one sentence>", "detail": {"<field>": ["<message>"]}}`.',
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "tasks_app.models.TaskStatus",
+        "RunStatusEnum": "tasks_app.models.RunStatus",
+        "ScheduleTypeEnum": "tasks_app.models.ScheduleType",
+        "RecurringScheduleTypeEnum": "tasks_app.api.serializers.RECURRING_SCHEDULE_CHOICES",
+    },
+}
+# /api/health calls a beat heartbeat older than this stale (beat ticks every second).
+TASKS_HEALTH_BEAT_MAX_AGE_SECONDS = env_float("TASKS_HEALTH_BEAT_MAX_AGE_SECONDS", 30.0)
+# How long /api/health waits for live workers to answer a ping.
+TASKS_HEALTH_WORKER_TIMEOUT_SECONDS = env_float("TASKS_HEALTH_WORKER_TIMEOUT_SECONDS", 1.0)
 
 # --- Logging ------------------------------------------------------------------------------
+# LOG_FORMAT=json: one JSON object per line, with run_id/task_id/attempt/lateness_ms on every
+# line about a run (tasks_app.logs).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"run_context": {"()": "tasks_app.logs.RunContextFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "tasks_app.logs.JsonFormatter"},
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_FORMAT == "json" else "plain",
+            "filters": ["run_context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Metrics (/metrics, tasks_app.metrics) -------------------------------------------------
+# A scrape is allowed with "Authorization: Bearer <TASKS_METRICS_TOKEN>" (when set) or from an
+# address inside TASKS_METRICS_ALLOWED_NETWORKS (CIDRs; loopback by default).
+TASKS_METRICS_TOKEN = os.environ.get("TASKS_METRICS_TOKEN", "")
+TASKS_METRICS_ALLOWED_NETWORKS = env_list("TASKS_METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")

@@ -2,17 +2,64 @@
 
 from __future__ import annotations
 
+import logging
+import time
+from typing import Any
+
+from billiard.einfo import ExceptionInfo
 from celery import Task as CeleryTask
 from celery import shared_task
+from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
+from django.db import close_old_connections
 
-from . import services
-from .models import Task, Trigger
+from . import recovery, services
+from .models import Run, Task, Trigger
+from .services.runs import DB_ERRORS, run_lost, timed_out_error
+
+log = logging.getLogger(__name__)
+# Before a message is handed back while the database is down, so redelivery is not a hot loop.
+DB_DOWN_PAUSE_SECONDS = 1.0
 
 
-@shared_task(name="tasks_app.execute_run", bind=True, acks_late=True)
+class RunTask(CeleryTask):
+    """Base of ``execute_run``. Its ``on_failure`` runs in the worker's main process when the
+    pool killed the child at the hard time limit: the run is recorded as timed out there,
+    since the child that would have recorded it is gone."""
+
+    def on_failure(self, exc: Exception, task_id: str, args: Any, kwargs: Any,
+                   einfo: ExceptionInfo | None) -> None:
+        if not isinstance(exc, TimeLimitExceeded):
+            return
+        run_id = str(args[0]) if args else task_id
+        try:
+            close_old_connections()
+            run = Run.objects.select_related("task").filter(pk=run_id).first()
+            if run is not None:
+                run_lost(run_id=run_id, error=timed_out_error(run.task, "killed at the hard limit"))
+        except Exception:  # the sweep fails the run when its lease lapses
+            log.exception("recording the hard time limit of run %s failed", run_id)
+
+
+@shared_task(name="tasks_app.execute_run", bind=True, base=RunTask, acks_late=True,
+             reject_on_worker_lost=True)
 def execute_run(self: CeleryTask, run_id: str) -> dict[str, object] | None:
-    """Execute one run. The message id is the run id; duplicates are ignored by the claim."""
-    run = services.run_execute(run_id=run_id, worker=self.request.hostname or "")
+    """Execute one run. The message id is the run id; duplicates are ignored by the claim.
+
+    While the database is unreachable the message is handed back to the broker (after a
+    pause) instead of being acknowledged, so the run is tried again, not dropped.
+    """
+    try:
+        with recovery.lease(run_id):
+            run = services.run_execute(run_id=run_id, worker=self.request.hostname or "")
+    except DB_ERRORS as exc:
+        log.warning("database unavailable for run %s; message requeued: %s", run_id, exc)
+        close_old_connections()
+        time.sleep(DB_DOWN_PAUSE_SECONDS)
+        raise Reject(f"database unavailable: {exc}", requeue=True) from exc
+    except SoftTimeLimitExceeded:  # the limit struck outside the action (claim or record)
+        task = Task.objects.filter(runs__id=run_id).first()
+        lost = None if task is None else run_lost(run_id=run_id, error=timed_out_error(task))
+        return None if lost is None else {"run_id": run_id, "status": lost.status}
     if run is None:
         return None
     return {"run_id": str(run.id), "status": run.status}

@@ -43,6 +43,7 @@ class RunContext:
     scheduled_for: datetime
     due_at: datetime
     timeout_seconds: int | None = None
+    first_attempt_id: str = ""  # the same for every attempt: key once-per-run effects by it
 
 
 @dataclass(frozen=True)

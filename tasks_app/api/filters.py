@@ -11,10 +11,10 @@ from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from rest_framework import serializers
 
-from ..models import FINAL_RUN_STATUSES, Run, RunStatus, Task
+from ..models import FINAL_RUN_STATUSES, Run, Task
+from ..selectors import run_list_dead
 from .serializers import RunFilterSerializer, TaskFilterSerializer
 
-DEAD_STATUSES = (RunStatus.FAILED, RunStatus.EXPIRED)
 RANGES = {
     "next_run": "next_run_at",
     "created": "created_at",
@@ -75,7 +75,7 @@ def filter_runs(qs: QuerySet[Run], params: QueryDict | dict[str, Any], *, dead: 
     (``failed`` after their last retry, or ``expired``)."""
     values = _validated(params, RunFilterSerializer)
     if dead:
-        qs = qs.filter(status__in=DEAD_STATUSES)
+        qs = qs.filter(pk__in=run_list_dead().values("pk"))
     if values.get("status"):
         qs = qs.filter(status__in=values["status"])
     if values.get("trigger"):
@@ -87,4 +87,4 @@ def filter_runs(qs: QuerySet[Run], params: QueryDict | dict[str, Any], *, dead: 
     return _ranges(qs, values).select_related("task").order_by("-due_at", "-created_at")
 
 
-__all__ = ["DEAD_STATUSES", "FINAL_RUN_STATUSES", "filter_runs", "filter_tasks"]
+__all__ = ["FINAL_RUN_STATUSES", "filter_runs", "filter_tasks"]

@@ -102,6 +102,7 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
         scheduled_for=run.scheduled_for,
         due_at=run.due_at,
         timeout_seconds=task.timeout_seconds,
+        first_attempt_id=str(run.first_attempt_id or run.id),
     )
     try:
         action = actions.get(task.action)

@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class EffectsConfig(AppConfig):
+    name = "tests.effects"
+    label = "effects"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from . import actions  # noqa: F401  (registers the test actions)
