@@ -20,13 +20,15 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import Case, CharField, Q, Value, When
+from django.db.models import Case, CharField, F, Q, Value, When
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from .. import actions, dispatch
+from ..logs import run_log
 from ..models import (
     RECURRING,
+    OverlapPolicy,
     Run,
     RunStatus,
     Task,
@@ -161,10 +163,16 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
             log.info("run %s expired: could not start by %s", run_id, deadline.isoformat())
             task_after_run(run.task_id, TaskStatus.FAILED)
         return None
-    late = lateness_ms(now, run.due_at)
-    claimed = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker, lateness_ms=late
-    )
+    if run.task.paused and run.trigger not in dispatch.EXPLICIT_TRIGGERS:
+        _hold_for_pause(run, now=now)
+        return None
+    with transaction.atomic():
+        if run.task.overlap_policy != OverlapPolicy.ALLOW and not _overlap_allows(run, now=now):
+            return None
+        late = lateness_ms(now, run.due_at)
+        claimed = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker, lateness_ms=late
+        )
     if not claimed:
         log.info("run %s was claimed elsewhere; message ignored", run_id)
         return None
@@ -173,7 +181,53 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
     Task.objects.filter(pk=run.task_id, paused=False).update(
         status=TaskStatus.RUNNING, next_run_at=next_run_at_expr()
     )
+    run_log(log, run).info("run started on %s", worker)
     return run
+
+
+def _hold_for_pause(run: Run, *, now: datetime) -> None:
+    """A message for a paused task's run arrived: a schedule fire is skipped (pausing stops
+    fires), a delayed run goes back to ``pending`` until the task is resumed."""
+    if run.trigger == Trigger.SCHEDULE:
+        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.SKIPPED, finished_at=now, error="skipped: task paused"
+        )
+    else:
+        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.PENDING, queued_at=None
+        )
+    log.info("run %s held: task %s is paused", run.id, run.task_id)
+
+
+def _overlap_allows(run: Run, *, now: datetime) -> bool:
+    """The task's overlap policy, decided at the instant the run would start.
+
+    Claims of one task are serialized on its row (``SELECT ... FOR UPDATE``), so two runs
+    can never both see "nothing running". ``skip``: a run due while another is running is
+    ``skipped``. ``buffer_one``: it waits (back to ``pending``; beat offers it again next
+    tick) unless an earlier run is already waiting, in which case it is ``skipped``.
+    """
+    list(Task.objects.select_for_update().filter(pk=run.task_id).values_list("pk", flat=True))
+    others = Run.objects.filter(task_id=run.task_id).exclude(pk=run.pk)
+    busy = others.filter(status=RunStatus.RUNNING).values_list("id", flat=True).first()
+    if busy is None:
+        return True
+    waiting = others.filter(
+        status__in=[RunStatus.PENDING, RunStatus.QUEUED], due_at__lt=run.due_at
+    ).exists()
+    if run.task.overlap_policy == OverlapPolicy.BUFFER_ONE and not waiting:
+        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.PENDING, queued_at=None
+        )
+        log.info("run %s waits for run %s to finish (overlap buffer_one)", run.id, busy)
+        return False
+    Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        status=RunStatus.SKIPPED,
+        finished_at=now,
+        error=f"skipped: run {busy} was still running (overlap {run.task.overlap_policy})",
+    )
+    log.info("run %s skipped: run %s still running", run.id, busy)
+    return False
 
 
 def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
@@ -183,6 +237,8 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
     with transaction.atomic():
         if run_finish(run, RunStatus.COMPLETED, output=text, truncated=truncated, result=jsonable(result)):
             task_after_run(run.task_id, TaskStatus.COMPLETED)
+            Task.objects.filter(pk=run.task_id, consecutive_failures__gt=0).update(consecutive_failures=0)
+            run_log(log, run).info("run completed")
     return run
 
 
@@ -216,7 +272,29 @@ def run_fail(*, run: Run, error: str, retryable: bool = True) -> Run:
             )
         else:
             task_after_run(run.task_id, TaskStatus.FAILED)
+            _count_failure(task, error=text)
+    run_log(log, run).warning("run %s: %s", status, text.splitlines()[0] if text else "")
     return run
+
+
+def _count_failure(task: Task, *, error: str) -> None:
+    """One more failure in a row; pause the task once ``pause_after_failures`` is reached."""
+    Task.objects.filter(pk=task.pk).update(consecutive_failures=F("consecutive_failures") + 1)
+    if not task.pause_after_failures:
+        return
+    current = Task.objects.filter(pk=task.pk, paused=False).first()
+    if current is None or current.consecutive_failures < task.pause_after_failures:
+        return
+    from .tasks import task_pause  # tasks imports this module
+
+    reason = error.splitlines()[0] if error else "failed"
+    task_pause(
+        task=current,
+        note=f"auto-paused after {current.consecutive_failures} consecutive failures; last: {reason}"[:1000],
+        by="system",
+    )
+    log.error("task %s auto-paused after %d consecutive failures", task.pk,
+              current.consecutive_failures, extra={"task_id": task.pk})
 
 
 def retry_delay(task: Task, *, attempt: int) -> timedelta:

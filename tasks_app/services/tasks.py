@@ -132,22 +132,29 @@ def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
         task.paused_by = by
         task.status = TaskStatus.PAUSED
         task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "status", "updated_at"])
+        # Fires already recorded ahead of their instant will not run: pausing stops fires.
+        task.runs.filter(
+            trigger=Trigger.SCHEDULE, status__in=[RunStatus.PENDING, RunStatus.QUEUED]
+        ).update(status=RunStatus.SKIPPED, finished_at=task.paused_at, error="skipped: task paused")
         _sync_periodic_task(task)
         audit(task.id, "paused", by=by, note=note)
     return task
 
 
 def task_resume(*, task: Task, by: str = "") -> Task:
-    """Resume fires from now on (fires missed while paused are not replayed)."""
+    """Resume fires. Fires missed while paused go through the task's catch-up policy (the
+    default ``skip`` replays none); held delayed runs are released."""
     now = timezone.now()
     with transaction.atomic():
         task.paused = False
         task.pause_note = ""
         task.paused_at = None
         task.paused_by = ""
+        task.consecutive_failures = 0
         task.status = _idle_status(task)
-        task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "status", "updated_at"])
-        _sync_schedule(task, now=now, replan=True)
+        task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "status",
+                                 "consecutive_failures", "updated_at"])
+        _sync_schedule(task, now=now, replan=False)
         audit(task.id, "resumed", by=by)
     transaction.on_commit(dispatch.release_due_runs)
     return task
