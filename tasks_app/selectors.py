@@ -44,6 +44,11 @@ def task_preview(*, task: Task, count: int = 5, now: datetime | None = None) -> 
     return [Fire(utc=f, local=f.astimezone(zone)) for f in fires[:count]]
 
 
+def tasks_in_alarm() -> QuerySet[Task]:
+    """Tasks whose missed-run alarm is raised (see ``tasks_app.alarms``), oldest alarm first."""
+    return Task.objects.filter(alarm_since__isnull=False).order_by("alarm_since")
+
+
 def run_list_dead(*, task_id: str | None = None) -> QuerySet[Run]:
     """Dead runs: ``failed`` with their retries exhausted (a run only ends ``failed``, not
     ``retrying``, after its last attempt) or ``expired``, and not retried by hand since,

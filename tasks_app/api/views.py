@@ -117,6 +117,7 @@ class HealthView(APIView):
         if down:
             body["error"] = f"Unhealthy: {', '.join(down)} down."
         body.update({name: check.as_dict() for name, check in checks.items()})
+        body["alarms"] = selectors.tasks_in_alarm().count()
         return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE if down else status.HTTP_200_OK)
 
 

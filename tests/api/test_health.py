@@ -42,3 +42,16 @@ def test_health_is_503_naming_beat_when_its_heartbeat_is_stale() -> None:
     body = APIClient().get("/api/health").json()
     assert "beat" in body["down"]
     assert body["beat"]["age_seconds"] >= 600
+
+
+def test_health_reports_missed_run_alarms_without_failing() -> None:
+    from tasks_app import services
+    from tasks_app.models import Task
+
+    health.record_beat_tick(timezone.now())
+    task = services.task_create(id="watched", action="noop", schedule_type="interval",
+                                interval_seconds=60, alert_after_seconds=10)
+    Task.objects.filter(pk=task.pk).update(alarm_since=timezone.now(), alarm_note="late")
+    body = APIClient().get("/api/health").json()
+    assert body["alarms"] == 1
+    assert "alarms" not in body["down"]
