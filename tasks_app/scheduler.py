@@ -1,21 +1,31 @@
 """The beat scheduler class: ``celery -A project beat`` with ``TaskScheduler``.
 
 It keeps django-celery-beat's models and admin (and fires any PeriodicTask that is not owned
-by a task the stock way), but owned entries are fired from the tasks table: every tick it
+by a task the stock way), but owned entries are fired from the tasks table. Every
+``TASKS_BEAT_TICK_SECONDS`` the **leader** (``tasks_app.leadership``; standbys only check
+whether they can take over)
 
-1. records a run for **every** recurring fire due within the release horizon, in batches,
-   advancing each task's ``next_run_at`` in the same transaction
-   (``services.schedule_fire_due``), and
+1. records a run for **every** recurring fire due within the release horizon, in batches of
+   1,000 tasks, advancing each task's ``next_run_at`` in the same transaction before anything
+   is published (``services.schedule_fire_due``), and
 2. releases every pending run due within the horizon to the broker with an ETA
    (``dispatch.release_due_runs``).
 
-Both read an index on the due instant, so a schedule change made through the services is
-seen on the next tick without a global "changed" row or a reload.
+Both read partial indexes on the due instant (``task_due_fire_idx``, ``run_pending_due_idx``),
+so a schedule change made through the services is seen on the next tick: no global "changed"
+row is read for owned entries and nothing is reloaded. The stock path for non-owned entries
+still uses django-celery-beat's ``PeriodicTasks`` row to notice changes, but checks it at most
+every ``TASKS_BEAT_STOCK_CHECK_SECONDS`` instead of on every tick (one indexed read by primary
+key; owned entries never depend on it).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import time
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -23,24 +33,80 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from . import dispatch, services
+from . import dispatch, health, leadership, recovery, services
 
 log = logging.getLogger(__name__)
 
 
 class TaskScheduler(DatabaseScheduler):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.leadership = leadership.CachedLeadership(
+            leadership.leadership_for_database(name=f"{socket.gethostname()} pid {os.getpid()}"),
+            interval=settings.TASKS_BEAT_TICK_SECONDS,
+        )
+        self._was_leader = False
+        self._next_pass = 0.0
+        self._next_change_check = 0.0
+        super().__init__(*args, **kwargs)
+
     def enabled_models_qs(self) -> Any:
         # Entries owned by tasks are fired below, from the tasks table.
         return super().enabled_models_qs().filter(owner_task__isnull=True)
 
+    def schedule_changed(self) -> bool:
+        """The stock change check for non-owned entries, rate-limited (see module doc)."""
+        now = time.monotonic()
+        if now < self._next_change_check:
+            return False
+        self._next_change_check = now + settings.TASKS_BEAT_STOCK_CHECK_SECONDS
+        return bool(super().schedule_changed())
+
     def tick(self, *args: Any, **kwargs: Any) -> float:
+        tick_seconds = settings.TASKS_BEAT_TICK_SECONDS
         close_old_connections()
         now = timezone.now()
+        health.record_beat_tick(now)  # /api/health reports the age of the last tick
+        if not self.leadership.is_leader():
+            if self._was_leader:
+                log.warning("beat is no longer the leader; standing by")
+                self._was_leader = False
+            return tick_seconds
+        if not self._was_leader:
+            self._was_leader = True
+            self._on_promotion()
+        if time.monotonic() >= self._next_pass:
+            self._next_pass = time.monotonic() + tick_seconds
+            self.leader_pass(now)
+        stock_wait = super().tick(*args, **kwargs)
+        return max(min(stock_wait, self._next_pass - time.monotonic()), 0.0)
+
+    def leader_pass(self, now: datetime) -> None:
+        """Everything only the leader does, once per tick."""
+        started = time.perf_counter()
+        recovery.recover_runs(now=now)  # expired, stalled, lost runs; never raises
         try:
-            services.schedule_fire_due(now=now, lookahead=dispatch.horizon())
-            dispatch.release_due_runs(now=now)
+            fired = services.schedule_fire_due(now=now, lookahead=dispatch.horizon())
+            released = dispatch.release_due_runs(now=now)
         except Exception:  # a database blip must not kill beat; the next tick retries
             log.exception("beat tick failed; retrying next tick")
             close_old_connections()
-        stock_wait = super().tick(*args, **kwargs)
-        return min(stock_wait, settings.TASKS_BEAT_TICK_SECONDS)
+            return
+        if fired or released:
+            log.log(
+                logging.INFO if settings.TASKS_BEAT_LOG_TICKS else logging.DEBUG,
+                "beat tick: fired=%d released=%d tick_ms=%.1f",
+                len(fired), released, (time.perf_counter() - started) * 1000,
+            )
+
+    def _on_promotion(self) -> None:
+        # The stock entries' last_run_at may have moved while this replica stood by: read
+        # them again instead of firing from a stale heap.
+        self._schedule = self.all_as_schedule()
+        self._heap = None
+        self._next_pass = 0.0
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.leadership.release()

@@ -21,6 +21,7 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -167,7 +168,7 @@ def _advance_tasks(rows: list[tuple[str, datetime | None, int]]) -> None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             values = ", ".join(["(%s, %s::timestamptz, %s::integer)"] * len(rows))
-            params: list[object] = []
+            params: list[Any] = []
             for task_id, nxt, fired in rows:
                 params.extend((task_id, nxt, fired))
             cursor.execute(

@@ -1,0 +1,52 @@
+"""Plain Celery, as a user would run it without this project: the anchors.
+
+``ANCHOR_MODE=classic`` (default settings: prefetch multiplier 4, early ack) or
+``ANCHOR_MODE=native`` (quorum queue, topic exchange, ``confirm_publish``: Celery's native
+delayed delivery keeps far-future messages in RabbitMQ's ``celery_delayed_*`` queues).
+Each task records ``started - due`` (ms) in Redis, so lateness is measured the same way as
+for our runs (at the start of the task).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import redis
+from celery import Celery
+from kombu import Exchange, Queue
+
+MODE = os.environ.get("ANCHOR_MODE", "classic")
+QUEUE = os.environ.get("ANCHOR_QUEUE", "bench-anchor")
+RESULTS_KEY = os.environ.get("ANCHOR_KEY", "bench:anchor")
+
+app = Celery("anchor", broker=os.environ["CELERY_BROKER_URL"])
+app.conf.update(task_default_queue=QUEUE, worker_hijack_root_logger=False, task_ignore_result=True)
+if MODE == "native":
+    app.conf.update(
+        broker_transport_options={"confirm_publish": True},
+        task_default_queue_type="quorum",
+        task_default_exchange_type="topic",
+        broker_native_delayed_delivery_queue_type="quorum",
+        task_queues=[Queue(QUEUE, Exchange(QUEUE, type="topic"), routing_key=QUEUE,
+                           queue_arguments={"x-queue-type": "quorum"})],
+    )
+_redis: redis.Redis | None = None
+
+
+def store() -> redis.Redis:
+    global _redis
+    if _redis is None:
+        _redis = redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/6"))
+    return _redis
+
+
+@app.task(name="bench.anchor")
+def anchor(due: float, tag: str = "") -> None:
+    started = time.time()
+    store().rpush(RESULTS_KEY, f"{(started - due) * 1000:.3f}")
+
+
+@app.task(name="bench.raw_noop")
+def raw_noop() -> None:
+    store().rpush(RESULTS_KEY, f"{time.time():.6f}")

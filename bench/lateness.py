@@ -1,0 +1,196 @@
+"""Scenario 1: start lateness of near runs behind a backlog of far-future runs.
+
+Ours: ``backlog`` pending runs due 1-30 days ahead (spread over 10,000 tasks), then ``near``
+runs created at ~``rate``/s through the service layer with delays of 1-60 s, executed by a
+2-process worker while our beat releases them. Lateness is ``started_at - due_at`` taken at
+the claim. Anchors on the same broker, same run: plain Celery ``countdown`` (1,000 tasks due
+tomorrow ahead of 100 due now, default prefetch) and Celery native delayed delivery (quorum
+queue; ``native_far`` tasks due tomorrow in the broker, 200 due over 10 s).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from bench import common
+
+SIZES = {"full": {"backlog": 1_000_000, "near": 12_000, "rate": 200, "far_countdown": 1000,
+                  "now_countdown": 100, "native_far": 100_000, "native_near": 200},
+         "quick": {"backlog": 50_000, "near": 1_500, "rate": 100, "far_countdown": 300,
+                   "now_countdown": 50, "native_far": 5_000, "native_near": 100}}
+
+
+def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
+    size = SIZES["quick" if quick else "full"]
+    ours = _guarded(measure_ours, size)
+    countdown = _guarded(measure_countdown_anchor, size)
+    native = _guarded(measure_native_anchor, size)
+    return {
+        "scenario": "lateness",
+        "inputs": size,
+        "ours": ours,
+        "anchor_countdown": countdown,
+        "anchor_native_delayed": native,
+        "ratios": {
+            "p50_vs_countdown": common.ratio(ours["lateness_ms"]["p50"], countdown["lateness_ms"]["p50"]),
+            "p99_vs_countdown": common.ratio(ours["lateness_ms"]["p99"], countdown["lateness_ms"]["p99"]),
+            "p50_vs_native": common.ratio(ours["lateness_ms"]["p50"], native["lateness_ms"]["p50"]),
+            "p99_vs_native": common.ratio(ours["lateness_ms"]["p99"], native["lateness_ms"]["p99"]),
+        },
+        "targets": {"p50_ms": 5, "p99_ms": 50, "early": 0, "lost": 0},
+        "samples_ms": {"ours": ours.pop("samples"), "countdown": countdown.pop("samples"),
+                       "native": native.pop("samples")},
+    }
+
+
+def _guarded(measure: Any, size: dict[str, int]) -> dict[str, Any]:
+    """One part failing (e.g. an anchor) must not lose the other parts' figures."""
+    import traceback
+
+    try:
+        return dict(measure(size))
+    except Exception:
+        return {"error": traceback.format_exc()[-2000:], "lateness_ms": common.percentiles([]),
+                "samples": [], "lost": None, "early": None}
+
+
+def measure_ours(size: dict[str, int]) -> dict[str, Any]:
+    from django.utils import timezone
+
+    from tasks_app.models import Run, RunStatus, Task, Trigger
+    from tasks_app.services.runs import run_create
+
+    common.reset_tables()
+    far_tasks = common.create_tasks("far", 10_000)
+    near_tasks = common.create_tasks("near", 1_000)
+    insert_s = common.insert_future_runs(size["backlog"], tasks=far_tasks)
+    tasks = list(Task.objects.filter(id__in=near_tasks))
+    rng = random.Random(4)
+    with common.processes() as procs:
+        procs.append(common.start_worker())
+        procs.append(common.start_beat())
+        time.sleep(3)
+        started = time.monotonic()
+        created = 0
+        while created < size["near"]:
+            target = int((time.monotonic() - started) * size["rate"])
+            while created < min(target, size["near"]):
+                now = timezone.now()
+                delay = timedelta(seconds=rng.uniform(1, 60))
+                run_create(task=tasks[created % len(tasks)], trigger=Trigger.DELAY, due_at=now + delay, now=now)
+                created += 1
+            time.sleep(0.005)
+        produce_s = time.monotonic() - started
+        near = Run.objects.filter(task_id__in=near_tasks)
+        common.wait_until(lambda: not near.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED,
+                                                              RunStatus.RUNNING]).exists(),
+                          timeout=60 + 60, interval=1)
+        worker_rss = procs[0].rss_mb()
+    lateness = list(near.filter(status=RunStatus.COMPLETED).values_list("lateness_ms", flat=True))
+    statuses = dict((s, near.filter(status=s).count()) for s in RunStatus.values)
+    backlog_left = Run.objects.filter(task_id__in=far_tasks, status=RunStatus.PENDING).count()
+    common.reset_tables()
+    return {
+        "backlog_insert_s": insert_s,
+        "produce_s": round(produce_s, 1),
+        "created": created,
+        "completed": len(lateness),
+        "lost": created - len(lateness),
+        "early": sum(1 for x in lateness if x < 0),
+        "statuses": {k: v for k, v in statuses.items() if v},
+        "backlog_still_pending": backlog_left,
+        "worker_rss_mb": worker_rss,
+        "lateness_ms": common.percentiles(lateness),
+        "samples": lateness,
+    }
+
+
+def _anchor_env(mode: str, queue: str, key: str) -> dict[str, str]:
+    return {"ANCHOR_MODE": mode, "ANCHOR_QUEUE": queue, "ANCHOR_KEY": key}
+
+
+def _collect(key: str, expected: int, timeout: float) -> list[float]:
+    store = redis.Redis.from_url(common.os.environ["REDIS_URL"])
+    common.wait_until(lambda: store.llen(key) >= expected, timeout=timeout, interval=0.5)
+    values = [float(v) for v in store.lrange(key, 0, -1)]
+    store.delete(key)
+    return values
+
+
+def measure_countdown_anchor(size: dict[str, int]) -> dict[str, Any]:
+    import os
+
+    queue, key = f"bench-anchor-countdown-{os.getpid()}", f"bench:countdown:{os.getpid()}"
+    env = _anchor_env("classic", queue, key)
+    os.environ.update(env)
+    from bench import anchor_app
+
+    anchor_app.app.conf.task_default_queue = queue
+    timeout = 180
+    try:
+        with anchor_app.app.producer_or_acquire() as producer:
+            for _ in range(size["far_countdown"]):
+                anchor_app.anchor.apply_async((time.time() + 86400,), countdown=86400,
+                                              queue=queue, producer=producer)
+            for _ in range(size["now_countdown"]):
+                anchor_app.anchor.apply_async((time.time(),), queue=queue, producer=producer)
+        with common.processes() as procs:
+            procs.append(common.start_worker(app="bench.anchor_app", queue=queue,
+                                             name="anchor-countdown", **env))
+            values = _collect(key, size["now_countdown"], timeout)
+    finally:
+        common.delete_queues(queue)
+    return {"mode": "plain Celery countdown, default prefetch, -c 2",
+            "started": len(values), "expected": size["now_countdown"], "timeout_s": timeout,
+            "not_started_in_time": size["now_countdown"] - len(values),
+            "lateness_ms": common.percentiles(values), "samples": values}
+
+
+def measure_native_anchor(size: dict[str, int]) -> dict[str, Any]:
+    import os
+    import subprocess
+    import sys
+
+    queue, key = f"bench-anchor-native-{os.getpid()}", f"bench:native:{os.getpid()}"
+    env = _anchor_env("native", queue, key)
+    if "/tasks_bench" not in os.environ["CELERY_BROKER_URL"]:
+        return {"skipped": "no private vhost: native delayed delivery exchanges are global",
+                "lateness_ms": common.percentiles([]), "samples": []}
+    script = f"""
+import time, os
+from bench import anchor_app
+far, near = {size['native_far']}, {size['native_near']}
+app = anchor_app.app
+fast = app.connection_for_write(transport_options={{'confirm_publish': False}})
+with app.producer_or_acquire(app.amqp.Producer(fast)) as p:
+    for i in range(far):
+        anchor_app.anchor.apply_async((time.time() + 86400,), countdown=86400, producer=p)
+fast.release()
+t0 = time.time() + 2  # native delayed delivery rejects countdowns under 1 s (int(countdown) == 0)
+with app.producer_or_acquire() as p:
+    for i in range(near):
+        due = t0 + 10 * i / near
+        anchor_app.anchor.apply_async((due,), eta=__import__('datetime').datetime.fromtimestamp(due, __import__('datetime').UTC), producer=p)
+print('published', far, near, flush=True)
+"""
+    try:
+        with common.processes() as procs:
+            procs.append(common.start_worker(app="bench.anchor_app", queue=queue,
+                                             name="anchor-native", **env))
+            started = time.monotonic()
+            subprocess.run([sys.executable, "-c", script], env={**os.environ, **env},
+                           cwd=common.ROOT, check=True, timeout=900)
+            publish_s = time.monotonic() - started
+            values = _collect(key, size["native_near"], 60)
+    finally:
+        common.delete_queues(queue)
+    return {"mode": "Celery native delayed delivery (quorum queue, topic exchange, confirm_publish), -c 2",
+            "far_publish_s": round(publish_s, 1), "started": len(values),
+            "expected": size["native_near"], "lateness_ms": common.percentiles(values),
+            "samples": values}

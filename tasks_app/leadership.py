@@ -1,0 +1,165 @@
+"""Which beat replica fires: exactly one leader, the others stand by and take over.
+
+* **Postgres**: a session-level advisory lock (``pg_try_advisory_lock``) held on a dedicated
+  connection that lives as long as the beat process. When the leader dies (even ``kill -9``)
+  its socket closes, Postgres drops the session and its lock at once, and the next standby to
+  try (every ``TASKS_BEAT_TICK_SECONDS``) becomes leader: takeover takes about one tick. The
+  leader checks its connection on every leadership check; if the connection broke (Postgres
+  restart, network), it assumes the lock is gone and competes again like a standby.
+* **SQLite (embedded)**: a single beat on a single machine is assumed. An exclusive
+  ``flock`` on ``var/beat.lock`` still keeps a second beat on the same machine idle.
+
+Leadership is about efficiency and tidy logs, not correctness: fires are unique by
+``(task, scheduled_for)`` and releases take rows with ``SKIP LOCKED``, so even two leaders
+for a moment (a leader cut off from Postgres finishing its tick) record nothing twice.
+A leader that hangs while keeping its connection open keeps the lock; a liveness probe
+(``/api/health`` reports the beat heartbeat) is the remedy, as for any single owner.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from django.conf import settings
+from django.db import connection
+
+log = logging.getLogger(__name__)
+
+# "tasks-beat" as a 64-bit key; override with TASKS_BEAT_LOCK_KEY when two deployments share
+# one database.
+DEFAULT_LOCK_KEY = 0x7461736B73_6274
+
+
+class Leadership(Protocol):
+    def is_leader(self) -> bool:
+        """Whether this process leads now; tries to become leader when it does not."""
+        ...
+
+    def release(self) -> None:
+        """Give leadership up (clean shutdown)."""
+        ...
+
+
+class AdvisoryLockLeadership:
+    """Leader while holding ``pg_advisory_lock(key)`` on a connection of its own.
+
+    The connection is not Django's (which ``close_old_connections`` may close between
+    ticks); it is opened with TCP keepalives so a silently vanished peer is noticed.
+    """
+
+    def __init__(self, *, key: int, connect_params: dict[str, Any], name: str = "") -> None:
+        self.key = key
+        self.connect_params = connect_params
+        self.name = name or f"pid {os.getpid()}"
+        self._conn: Any = None
+        self._leader = False
+
+    def is_leader(self) -> bool:
+        try:
+            if self._leader:
+                self._conn.execute("SELECT 1")  # still connected, so still holding the lock
+                return True
+            if self._conn is None:
+                self._conn = self._connect()
+            row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
+            if row and row[0]:
+                self._leader = True
+                log.info("beat leadership acquired by %s (advisory lock %d)", self.name, self.key)
+            return self._leader
+        except Exception as exc:
+            if self._leader:
+                log.warning("beat leadership lost by %s: %s", self.name, exc)
+            self._drop()
+            return False
+
+    def release(self) -> None:
+        if self._leader:
+            log.info("beat leadership released by %s", self.name)
+        self._drop()
+
+    def _connect(self) -> Any:
+        import psycopg
+
+        params = {
+            **self.connect_params,
+            "autocommit": True,
+            "connect_timeout": 5,
+            "application_name": "tasks-beat-leadership",
+            "keepalives": 1,
+            "keepalives_idle": 5,
+            "keepalives_interval": 2,
+            "keepalives_count": 2,
+        }
+        return psycopg.connect(**params)
+
+    def _drop(self) -> None:
+        conn, self._conn, self._leader = self._conn, None, False
+        if conn is not None:
+            try:
+                conn.close()  # closing the session releases the lock
+            except Exception:  # already broken
+                log.debug("closing the leadership connection failed", exc_info=True)
+
+
+class FileLockLeadership:
+    """Embedded mode: an exclusive ``flock`` on a file; released by the kernel on death."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: IO[str] | None = None
+
+    def is_leader(self) -> bool:
+        if self._handle is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return False
+        self._handle = handle
+        log.info("beat leadership acquired (file lock %s; embedded mode: single machine)", self.path)
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def leadership_for_database(*, name: str = "") -> Leadership:
+    """The leadership that fits the default database (advisory lock or file lock)."""
+    if connection.vendor == "postgresql":
+        key = int(getattr(settings, "TASKS_BEAT_LOCK_KEY", DEFAULT_LOCK_KEY))
+        return AdvisoryLockLeadership(
+            key=key, connect_params=connection.get_connection_params(), name=name
+        )
+    var_dir = Path(getattr(settings, "VAR_DIR", "var"))
+    return FileLockLeadership(var_dir / "beat.lock")
+
+
+class CachedLeadership:
+    """Asks the underlying leadership at most once per ``interval`` seconds."""
+
+    def __init__(self, inner: Leadership, *, interval: float) -> None:
+        self.inner = inner
+        self.interval = interval
+        self._checked_at = -float("inf")
+        self._leader = False
+
+    def is_leader(self) -> bool:
+        now = time.monotonic()
+        if now - self._checked_at >= self.interval:
+            self._leader = self.inner.is_leader()
+            self._checked_at = now
+        return self._leader
+
+    def release(self) -> None:
+        self.inner.release()
+        self._leader = False

@@ -1,0 +1,40 @@
+"""Helpers for the scale tests: recurring tasks written in bulk, leader detection in logs."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from tasks_app.models import Run, Task, TaskStatus
+from tests.processes import Proc
+
+LEADER_LOG = "beat leadership acquired"
+
+
+def bulk_interval_tasks(prefix: str, count: int, *, every: int, first: datetime,
+                        queue: str | None = None) -> list[Task]:
+    """Recurring tasks written directly (no beat entry needed: beat fires from the task rows)."""
+    extra = {"queue": queue} if queue else {}
+    tasks = [
+        Task(id=f"{prefix}-{i:05d}", action="noop", schedule_type="interval",
+             interval_seconds=every, next_run_at=first + timedelta(microseconds=i),
+             status=TaskStatus.PENDING, **extra)
+        for i in range(count)
+    ]
+    return Task.objects.bulk_create(tasks)
+
+
+def leaders(*beats: Proc) -> list[Proc]:
+    return [b for b in beats if LEADER_LOG in b.log()]
+
+
+def fire_instants(task_id: str) -> list[datetime]:
+    return sorted(Run.objects.filter(task_id=task_id, trigger="schedule")
+                  .values_list("scheduled_for", flat=True))
+
+
+def assert_unbroken(instants: list[datetime], every: timedelta) -> None:
+    """Consecutive fires, each recorded once: no duplicate, no hole."""
+    assert instants, "no fire recorded"
+    assert len(set(instants)) == len(instants), "an instant was recorded twice"
+    gaps = {b - a for a, b in zip(instants, instants[1:], strict=False)}
+    assert gaps <= {every}, f"fires are not consecutive: gaps {sorted(gaps)}"
