@@ -87,8 +87,10 @@ def test_make_run_serves_the_admin_and_runs_a_task(tmp_path: Path) -> None:
             "id": "demo-echo", "name": "Demo", "action": "echo",
             "payload": '{"message": "hello from make run"}', "schedule_type": "none",
             "timezone": "UTC", "queue": "celery", "priority": "5", "max_retries": "0",
-            "retry_backoff_seconds": "10",
+            "retry_backoff_seconds": "10", "jitter_seconds": "0", "overlap_policy": "allow",
+            "catchup": "skip", "catchup_window_seconds": "3600",
         })
+        assert "demo-echo" in browser.get("/admin/tasks_app/task/"), "the task was not saved"
         browser.post("/admin/tasks_app/task/", {"action": "run_now",
                                                 "_selected_action": ["demo-echo"]})
 
