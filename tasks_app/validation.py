@@ -15,6 +15,8 @@ from django.utils import timezone
 from . import actions, scheduling
 from .models import ScheduleType, Task
 
+MAX_JITTER_SECONDS = 86400
+
 
 def _human(seconds: float) -> str:
     days = seconds / 86400
@@ -122,6 +124,18 @@ def validate_task(task: Task, *, now: datetime | None = None) -> None:
                 errors["cron"] = [f"invalid cron expression: {exc}"]
     elif kind != ScheduleType.NONE:
         errors["schedule_type"] = [f"must be one of {', '.join(ScheduleType.values)}"]
+
+    for name in ("start_at", "end_at"):
+        value = getattr(task, name)
+        if value is not None and timezone.is_naive(value):
+            errors[name] = ["must include a time-zone offset"]
+    if task.start_at and task.end_at and task.end_at <= task.start_at:
+        errors["end_at"] = ["must be after start_at"]
+    if task.jitter_seconds and task.jitter_seconds > MAX_JITTER_SECONDS:
+        errors["jitter_seconds"] = [f"must be at most {MAX_JITTER_SECONDS} (one day)"]
+    if (kind == ScheduleType.INTERVAL and task.interval_seconds and task.jitter_seconds
+            and task.jitter_seconds >= task.interval_seconds):
+        errors["jitter_seconds"] = ["must be shorter than interval_seconds"]
 
     if errors:
         raise ValidationError(errors)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,53 +28,48 @@ from django.db.models import F
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from .. import dispatch, scheduling
+from .. import dispatch, policies, scheduling
 from ..models import RECURRING, Run, RunStatus, ScheduleType, Task, Trigger
 from .runs import new_run
 
 log = logging.getLogger(__name__)
 
 FIRE_BATCH = 1000  # tasks locked and written per transaction
-MAX_FIRES_PER_PLAN = 1000  # a tiny interval with a long lookahead never builds a huge batch
 MAX_PASSES = 1000  # bound on batches per call (1,000,000 fires)
 
 
-@dataclass(frozen=True)
-class FirePlan:
-    """What one task's schedule does now (the shape of ``tasks_app.policies.Plan``)."""
-
-    fires: tuple[datetime, ...] = ()  # instants to record now, oldest first
-    missed: int = 0  # instants the catch-up policy decided not to record
-    next_fire: datetime | None = None  # the task's next_run_at after this plan
-    finished: bool = False  # the schedule will never fire again
-
-
-def plan_task_fires(task: Task, *, now: datetime, lookahead: timedelta) -> FirePlan:
+def plan_task_fires(task: Task, *, now: datetime, lookahead: timedelta) -> policies.Plan:
     """The per-task decision: fires of ``task`` to record at ``now`` and its next fire.
 
-    Pure (no queries, no clock). Fires up to ``now + lookahead`` are recorded ahead so they
-    can be published with an exact ETA. Fires older than ``TASKS_MISFIRE_GRACE_SECONDS`` were
-    missed (beat was down or paused) and, with the default catch-up ``skip``, are not replayed.
+    Pure (no queries, no clock): the task's schedule and policy fields go through
+    :func:`tasks_app.policies.plan_fires` — catch-up after downtime or a pause, ``start_at`` /
+    ``end_at`` bounds and ``max_runs``. Fires up to ``now + lookahead`` are recorded ahead so
+    they can be published with an exact ETA.
     """
     fire = task.next_run_at
     schedule = schedule_of(task, anchor=fire)
     if fire is None or schedule is None:
-        return FirePlan(finished=True)
-    grace = timedelta(seconds=settings.TASKS_MISFIRE_GRACE_SECONDS)
-    missed = 0
-    if fire < now - grace:
-        missed = 1  # at least this one; the rest are not walked one by one
-        fire = schedule.next_fire(now - grace)
-    fires: list[datetime] = []
-    while fire is not None and fire <= now + lookahead and len(fires) < MAX_FIRES_PER_PLAN:
-        fires.append(fire)
-        fire = schedule.next_fire(fire)
-    return FirePlan(fires=tuple(fires), missed=missed, next_fire=fire, finished=fire is None)
+        return policies.Plan(fires=(), missed=0, next_fire=None, finished=True)
+    return policies.plan_fires(schedule, next_fire=fire, now=now, lookahead=lookahead,
+                               policy=policy_of(task))
+
+
+def policy_of(task: Task) -> policies.Policy:
+    return policies.Policy(
+        catchup=task.catchup,
+        catchup_window=timedelta(seconds=task.catchup_window_seconds),
+        grace=timedelta(seconds=settings.TASKS_MISFIRE_GRACE_SECONDS),
+        start_at=task.start_at,
+        end_at=task.end_at,
+        max_runs=task.max_runs,
+        fire_count=task.fire_count,
+    )
 
 
 def fire_due_at(task: Task, fire: datetime) -> datetime:
-    """When the run for ``fire`` is due (the instant itself; jitter would shift it here)."""
-    return fire
+    """When the run for ``fire`` is due: the instant plus the task's per-fire jitter (the
+    same offset for the same fire, whichever beat computes it)."""
+    return fire + policies.jitter_offset(task.id, fire, task.jitter_seconds)
 
 
 def schedule_fire_due(
@@ -118,8 +112,8 @@ def _fire_batch(*, now: datetime, until: datetime, batch: int) -> tuple[list[Run
         for task in tasks:
             plan = plan_task_fires(task, now=now, lookahead=until - now)
             if plan.missed:
-                log.warning("task %s missed %d+ fire(s) before %s; skipped (catch-up: skip)",
-                            task.id, plan.missed, now.isoformat())
+                log.warning("task %s missed %d fire(s) before %s; not replayed (catch-up: %s)",
+                            task.id, plan.missed, now.isoformat(), task.catchup)
             for fire in plan.fires:
                 run = new_run(task, trigger=Trigger.SCHEDULE, due_at=fire_due_at(task, fire),
                               scheduled_for=fire)
@@ -196,9 +190,12 @@ def schedule_of(task: Task, *, anchor: datetime | None = None) -> scheduling.Sch
 
 
 def first_fire(task: Task, *, now: datetime) -> datetime | None:
-    """When a (re)planned recurring schedule fires first: one interval from now, or the
-    next cron match."""
+    """When a (re)planned recurring schedule fires first: one interval from now (or at
+    ``start_at`` when that is later), or the next cron match (at or after ``start_at``)."""
+    after = max(now, task.start_at - timedelta(microseconds=1)) if task.start_at else now
     if task.schedule_type == ScheduleType.INTERVAL and task.interval_seconds:
+        if task.start_at and task.start_at > now:
+            return task.start_at
         return now + timedelta(seconds=task.interval_seconds)
     schedule = schedule_of(task, anchor=now)
-    return schedule.next_fire(now) if schedule else None
+    return schedule.next_fire(after) if schedule else None

@@ -31,7 +31,7 @@ from .runs import new_run, run_create
 log = logging.getLogger(__name__)
 
 EXECUTE_TASK = "tasks_app.execute_task"
-SCHEDULE_FIELDS = ("schedule_type", "run_at", "interval_seconds", "cron", "timezone")
+SCHEDULE_FIELDS = ("schedule_type", "run_at", "interval_seconds", "cron", "timezone", "start_at")
 TASK_FIELDS = (
     "name",
     "description",
