@@ -34,9 +34,10 @@ from django_celery_results.models import TaskResult
 
 from . import actions, admin_views, scheduling, services, validation
 from .admin_views import badge
-from .models import Run, RunStatus, Task, Trigger
+from .models import Run, RunStatus, Task, TaskAuditEntry, Trigger
 
 RECENT_RUNS = 10
+AUDIT_ENTRIES = 20
 DUPLICATE_SUFFIX = "-copy"
 
 
@@ -101,6 +102,7 @@ class TaskAdmin(admin.ModelAdmin):
         "updated_at",
         "schedule_preview",
         "recent_runs",
+        "audit_trail",
     )
     fieldsets = (
         (None, {"fields": ("id", "name", "description", "action", "payload")}),
@@ -168,6 +170,7 @@ class TaskAdmin(admin.ModelAdmin):
             },
         ),
         ("Last runs", {"fields": ("recent_runs",)}),
+        ("Audit trail", {"classes": ("collapse",), "fields": ("audit_trail",)}),
     )
     actions = ("run_now", "pause", "resume")
 
@@ -228,6 +231,33 @@ class TaskAdmin(admin.ModelAdmin):
             reverse("admin:tasks_app_task_preview"),
             data["description"],
             rows or format_html("<li class='tasks-muted'>{}</li>", "no upcoming fire"),
+        )
+
+    @admin.display(description="changes")
+    def audit_trail(self, task: Task) -> SafeString | str:
+        if task._state.adding:
+            return "-"
+        entries = list(TaskAuditEntry.objects.filter(task_id=task.pk)[:AUDIT_ENTRIES])
+        if not entries:
+            return "no changes recorded"
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class='tasks-mono'>{}</td></tr>",
+            (
+                (
+                    f"{e.at:%Y-%m-%d %H:%M:%S}",
+                    e.by or "-",
+                    e.event,
+                    "; ".join(f"{k}: {v[0]!r} → {v[1]!r}" for k, v in e.changes.items())
+                    if e.event == "updated" else e.note,
+                )
+                for e in entries
+            ),
+        )
+        return format_html(
+            "<table class='tasks-runs'><thead><tr><th>when (UTC)</th><th>who</th><th>what</th>"
+            "<th>from → to / note</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
         )
 
     @admin.display(description="last runs")

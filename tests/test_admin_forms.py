@@ -103,3 +103,15 @@ def test_run_page_shows_output_and_error(admin_client: Client) -> None:
                              output="partial <output>", error="ValueError: boom\nTraceback ...")
     page = admin_client.get(f"/admin/tasks_app/run/{run.pk}/change/").content.decode()
     assert "partial &lt;output&gt;" in page and "ValueError: boom" in page
+
+
+def test_task_page_shows_the_audit_trail_of_schedule_changes(admin_client: Client) -> None:
+    admin_client.post(ADD_URL, form(schedule_type="interval", interval_seconds="60"))
+    task = Task.objects.get(pk="reminder-001")
+    from tasks_app import services
+
+    services.task_update(task=task, data={"interval_seconds": 300}, by="alice")
+    services.task_pause(task=task, note="vendor outage", by="bob")
+    page = admin_client.get(f"/admin/tasks_app/task/{task.pk}/change/").content.decode()
+    assert "alice" in page and "interval_seconds: 60 → 300" in page
+    assert "bob" in page and "vendor outage" in page

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -148,7 +149,7 @@ def test_tables_pause_resume_preview_backfill_runs() -> None:
 
     paused = tasks("pause", "every-5m", "--note", "maintenance")
     assert paused["paused"] is True and paused["pause_note"] == "maintenance"
-    assert "(paused: maintenance)" in tasks_text("get", "every-5m")
+    assert re.search(r"paused +by \S+ now: maintenance", tasks_text("get", "every-5m"))
     assert tasks("resume", "every-5m")["paused"] is False
 
     fires = tasks("preview", "every-5m", "--count", "3")["fires"]

@@ -319,7 +319,11 @@ class Command(BaseCommand):
         lines = [
             ("id", task.id), ("name", task.name or "-"), ("action", task.action),
             ("payload", json.dumps(task.payload)), ("schedule", schedule_text(task)),
-            ("status", task.status + (f" (paused: {task.pause_note})" if task.paused and task.pause_note else "")),
+            ("status", task.status),
+            *([("paused", f"by {task.paused_by or '-'} {relative(task.paused_at, self.now)}: "
+                          f"{task.pause_note or '(no note)'}")] if task.paused else []),
+            *([("alarm", f"since {relative(task.alarm_since, self.now)}: {task.alarm_note}")]
+              if task.alarm_since else []),
             ("next run", f"{relative(task.next_run_at, self.now)}"
                          f"{' (' + task.next_run_at.isoformat() + ')' if task.next_run_at else ''}"),
             ("queue / priority", f"{task.queue} / {task.priority}"),
