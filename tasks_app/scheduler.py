@@ -33,7 +33,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from . import dispatch, health, leadership, recovery, services
+from . import alarms, dispatch, health, leadership, metrics, recovery, services
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +87,12 @@ class TaskScheduler(DatabaseScheduler):
         try:
             fired = services.schedule_fire_due(now=now, lookahead=dispatch.horizon())
             released = dispatch.release_due_runs(now=now)
+            alarms.alarms_check(now=now)
         except Exception:  # a database blip must not kill beat; the next tick retries
             log.exception("beat tick failed; retrying next tick")
             close_old_connections()
             return
+        metrics.beat_tick_record(duration_seconds=time.perf_counter() - started)
         if fired or released:
             log.log(
                 logging.INFO if settings.TASKS_BEAT_LOG_TICKS else logging.DEBUG,
