@@ -64,3 +64,17 @@ def worker_factory(_session_queue: str, process_logs: Path) -> Iterator[object]:
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture
+def extra_queue(_session_queue: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A broker queue of this session that only the test's own worker consumes; deleted after."""
+    name = f"{_session_queue}-{request.node.name[:40]}"
+    yield name
+    from project.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_delete(name)
+    except Exception:  # never declared
+        pass

@@ -75,9 +75,9 @@ def test_task_pauses_itself_after_three_consecutive_failures(worker, beat_factor
 
 
 def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
-    worker_factory, settings
+    extra_queue, worker_factory
 ) -> None:
-    queue = f"{settings.CELERY_TASK_DEFAULT_QUEUE}-alarm"  # no worker consumes it yet
+    queue = extra_queue  # no worker consumes it yet
     task = services.task_create(id="nightly-report", action="noop", schedule_type="interval",
                                 interval_seconds=2, alert_after_seconds=2, queue=queue)
     # Record its fires the way beat does.

@@ -10,8 +10,8 @@ from tests.processes import wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_run_now_uses_the_tasks_queue_timeout_and_retries(worker_factory, settings) -> None:
-    queue = f"{settings.CELERY_TASK_DEFAULT_QUEUE}-special"
+def test_run_now_uses_the_tasks_queue_timeout_and_retries(extra_queue, worker_factory) -> None:
+    queue = extra_queue
     task = services.task_create(id="heavy", action="sleep", payload={"seconds": 4}, queue=queue,
                                 priority=8, timeout_seconds=1, max_retries=1,
                                 retry_backoff_seconds=1)
