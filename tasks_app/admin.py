@@ -35,6 +35,7 @@ from django_celery_results.models import TaskResult
 from . import actions, admin_views, scheduling, services, validation
 from .admin_views import badge
 from .models import Run, RunStatus, Task, TaskAuditEntry, Trigger
+from .services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
 
 RECENT_RUNS = 10
 AUDIT_ENTRIES = 20
@@ -124,31 +125,14 @@ class TaskAdmin(admin.ModelAdmin):
             "Policies",
             {
                 "classes": ("collapse",),
-                "fields": (
-                    "start_at",
-                    "end_at",
-                    "max_runs",
-                    "jitter_seconds",
-                    "overlap_policy",
-                    "catchup",
-                    "catchup_window_seconds",
-                    "pause_after_failures",
-                    "alert_after_seconds",
-                ),
+                "fields": POLICY_FIELDS,
             },
         ),
         (
             "Execution",
             {
                 "classes": ("collapse",),
-                "fields": (
-                    "queue",
-                    "priority",
-                    "max_retries",
-                    "retry_backoff_seconds",
-                    "timeout_seconds",
-                    "expires_after_seconds",
-                ),
+                "fields": EXECUTION_FIELDS,
             },
         ),
         (

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,34 +37,29 @@ def worker(_session_queue: str, django_db_blocker: object, process_logs: Path) -
     proc.stop()
 
 
+def _factory(starter: Callable[..., Proc], log_dir: Path) -> Iterator[Callable[..., Proc]]:
+    started: list[Proc] = []
+
+    def start(**kwargs: Any) -> Proc:
+        proc = starter(log_dir, **kwargs)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()
+
+
 @pytest.fixture
-def beat_factory(_session_queue: str, process_logs: Path) -> Iterator[object]:
+def beat_factory(_session_queue: str, process_logs: Path) -> Iterator[Callable[..., Proc]]:
     """Start real ``celery beat`` processes; all are stopped when the test ends."""
-    started: list[Proc] = []
-
-    def start(**env: str) -> Proc:
-        proc = start_beat(process_logs, **env)
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        proc.stop()
+    yield from _factory(start_beat, process_logs)
 
 
 @pytest.fixture
-def worker_factory(_session_queue: str, process_logs: Path) -> Iterator[object]:
+def worker_factory(_session_queue: str, process_logs: Path) -> Iterator[Callable[..., Proc]]:
     """Start extra real workers (for tests that kill or stop them); stopped at test end."""
-    started: list[Proc] = []
-
-    def start(**kwargs: object) -> Proc:
-        proc = start_worker(process_logs, **kwargs)  # type: ignore[arg-type]
-        started.append(proc)
-        return proc
-
-    yield start
-    for proc in started:
-        proc.stop()
+    yield from _factory(start_worker, process_logs)
 
 
 @pytest.fixture

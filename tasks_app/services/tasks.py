@@ -32,18 +32,15 @@ log = logging.getLogger(__name__)
 
 EXECUTE_TASK = "tasks_app.execute_task"
 SCHEDULE_FIELDS = ("schedule_type", "run_at", "interval_seconds", "cron", "timezone", "start_at")
-TASK_FIELDS = (
-    "name",
-    "description",
-    "action",
-    "payload",
+EXECUTION_FIELDS = (
     "queue",
     "priority",
     "max_retries",
     "retry_backoff_seconds",
     "timeout_seconds",
     "expires_after_seconds",
-    *SCHEDULE_FIELDS,
+)
+POLICY_FIELDS = (
     "start_at",
     "end_at",
     "max_runs",
@@ -53,6 +50,15 @@ TASK_FIELDS = (
     "catchup_window_seconds",
     "pause_after_failures",
     "alert_after_seconds",
+)
+TASK_FIELDS = (
+    "name",
+    "description",
+    "action",
+    "payload",
+    *EXECUTION_FIELDS,
+    *SCHEDULE_FIELDS,
+    *POLICY_FIELDS,
 )
 
 
