@@ -20,8 +20,13 @@ from bench import common
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BUILTIN = ["lateness", "beat_throughput", "execution", "memory", "failover"]
-MODULES = {"lateness": "bench.lateness", "beat_throughput": "bench.beat_throughput",
-           "execution": "bench.execution", "memory": "bench.memory", "failover": "bench.failover"}
+MODULES = {
+    "lateness": "bench.lateness",
+    "beat_throughput": "bench.beat_throughput",
+    "execution": "bench.execution",
+    "memory": "bench.memory",
+    "failover": "bench.failover",
+}
 
 
 def discovered() -> dict[str, str]:

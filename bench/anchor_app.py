@@ -28,8 +28,14 @@ if MODE == "native":
         task_default_queue_type="quorum",
         task_default_exchange_type="topic",
         broker_native_delayed_delivery_queue_type="quorum",
-        task_queues=[Queue(QUEUE, Exchange(QUEUE, type="topic"), routing_key=QUEUE,
-                           queue_arguments={"x-queue-type": "quorum"})],
+        task_queues=[
+            Queue(
+                QUEUE,
+                Exchange(QUEUE, type="topic"),
+                routing_key=QUEUE,
+                queue_arguments={"x-queue-type": "quorum"},
+            )
+        ],
     )
 _redis: redis.Redis | None = None
 

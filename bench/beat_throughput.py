@@ -23,8 +23,10 @@ from typing import Any
 
 from bench import common
 
-SIZES = {"full": {"schedules": 10_000, "every_s": 10, "duration_s": 120},
-         "quick": {"schedules": 2_000, "every_s": 10, "duration_s": 30}}
+SIZES = {
+    "full": {"schedules": 10_000, "every_s": 10, "duration_s": 120},
+    "quick": {"schedules": 2_000, "every_s": 10, "duration_s": 30},
+}
 DRAINER = """
 import os, sys
 from kombu import Connection, Queue
@@ -61,17 +63,38 @@ def setup_owned(count: int, every: int, first_at: float) -> list[str]:
 
     interval = IntervalSchedule.objects.create(every=every, period=IntervalSchedule.SECONDS)
     PeriodicTask.objects.bulk_create(
-        [PeriodicTask(name=f"task:own-{i:06d}", task="tasks_app.execute_task", interval=interval,
-                      args=f'["own-{i:06d}"]', queue=common.QUEUE) for i in range(count)],
-        batch_size=2000)
-    periodic = dict(PeriodicTask.objects.filter(name__startswith="task:own-").values_list("name", "id"))
+        [
+            PeriodicTask(
+                name=f"task:own-{i:06d}",
+                task="tasks_app.execute_task",
+                interval=interval,
+                args=f'["own-{i:06d}"]',
+                queue=common.QUEUE,
+            )
+            for i in range(count)
+        ],
+        batch_size=2000,
+    )
+    periodic = dict(
+        PeriodicTask.objects.filter(name__startswith="task:own-").values_list("name", "id")
+    )
     base = datetime.fromtimestamp(first_at, UTC)
     Task.objects.bulk_create(
-        [Task(id=f"own-{i:06d}", action="noop", queue=common.QUEUE, schedule_type="interval",
-              interval_seconds=every, status=TaskStatus.PENDING,
-              periodic_task_id=periodic[f"task:own-{i:06d}"],
-              next_run_at=base + timedelta(seconds=every * i / count)) for i in range(count)],
-        batch_size=2000)
+        [
+            Task(
+                id=f"own-{i:06d}",
+                action="noop",
+                queue=common.QUEUE,
+                schedule_type="interval",
+                interval_seconds=every,
+                status=TaskStatus.PENDING,
+                periodic_task_id=periodic[f"task:own-{i:06d}"],
+                next_run_at=base + timedelta(seconds=every * i / count),
+            )
+            for i in range(count)
+        ],
+        batch_size=2000,
+    )
     common.vacuum("tasks_app_task", "django_celery_beat_periodictask")
     return [f"own-{i:06d}" for i in range(count)]
 
@@ -96,12 +119,20 @@ def measure_ours(size: dict[str, int], *, beats: int = 1) -> dict[str, Any]:
         procs[1].stop()
         log = beat.log()
     stats = fires_stats(window, every, size["schedules"])
-    dupes = (Run.objects.values("task_id", "scheduled_for").annotate(n=Count("id"))
-             .filter(n__gt=1).count())
+    dupes = (
+        Run.objects.values("task_id", "scheduled_for")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .count()
+    )
     ticks = [float(m) for m in re.findall(r"tick_ms=([\d.]+)", log)]
     common.reset_tables()
-    return {**stats, "duplicates": dupes, "beat_rss_mb": beat_rss,
-            "tick_ms": common.percentiles(ticks)}
+    return {
+        **stats,
+        "duplicates": dupes,
+        "beat_rss_mb": beat_rss,
+        "tick_ms": common.percentiles(ticks),
+    }
 
 
 def fires_stats(window: tuple[float, float], every: int, count: int) -> dict[str, Any]:
@@ -114,17 +145,30 @@ def fires_stats(window: tuple[float, float], every: int, count: int) -> dict[str
     lo, hi = (datetime.fromtimestamp(x, UTC) for x in window)
     runs = Run.objects.filter(trigger="schedule", scheduled_for__gte=lo, scheduled_for__lt=hi)
     recorded = runs.count()
-    lateness = [d.total_seconds() * 1000 for d in runs.annotate(
-        late=F("created_at") - F("scheduled_for")).values_list("late", flat=True)]
-    publish = [d.total_seconds() * 1000 for d in runs.annotate(
-        late=F("queued_at") - F("scheduled_for")).values_list("late", flat=True) if d is not None]
+    lateness = [
+        d.total_seconds() * 1000
+        for d in runs.annotate(late=F("created_at") - F("scheduled_for")).values_list(
+            "late", flat=True
+        )
+    ]
+    publish = [
+        d.total_seconds() * 1000
+        for d in runs.annotate(late=F("queued_at") - F("scheduled_for")).values_list(
+            "late", flat=True
+        )
+        if d is not None
+    ]
     expected = round((window[1] - window[0]) / every * count)
     within_1s = sum(1 for x in lateness if x <= 1000)
-    return {"window_s": round(window[1] - window[0], 1), "expected_fires": expected,
-            "recorded_fires": recorded, "missed": max(expected - recorded, 0),
-            "recorded_within_1s_pct": round(100 * within_1s / expected, 2) if expected else None,
-            "record_lateness_ms": common.percentiles(lateness),
-            "queued_lateness_ms": common.percentiles(publish)}
+    return {
+        "window_s": round(window[1] - window[0], 1),
+        "expected_fires": expected,
+        "recorded_fires": recorded,
+        "missed": max(expected - recorded, 0),
+        "recorded_within_1s_pct": round(100 * within_1s / expected, 2) if expected else None,
+        "record_lateness_ms": common.percentiles(lateness),
+        "queued_lateness_ms": common.percentiles(publish),
+    }
 
 
 SEND_LINE = re.compile(r"Sending due task (stock-\d+) ")
@@ -143,12 +187,21 @@ def measure_stock(size: dict[str, int]) -> dict[str, Any]:
         first_at = time.time() + 15
         # Entry i is first due at first_at + i/count * every: the same even spread as ours.
         PeriodicTask.objects.bulk_create(
-            [PeriodicTask(name=f"stock-{i:06d}", task="bench.noop", interval=interval,
-                          queue=common.QUEUE,
-                          last_run_at=datetime.fromtimestamp(first_at - every + every * i / count, UTC))
-             for i in range(count)], batch_size=2000)
-        beat = common.start_beat(scheduler="django_celery_beat.schedulers:DatabaseScheduler",
-                                 name="stock-beat")
+            [
+                PeriodicTask(
+                    name=f"stock-{i:06d}",
+                    task="bench.noop",
+                    interval=interval,
+                    queue=common.QUEUE,
+                    last_run_at=datetime.fromtimestamp(first_at - every + every * i / count, UTC),
+                )
+                for i in range(count)
+            ],
+            batch_size=2000,
+        )
+        beat = common.start_beat(
+            scheduler="django_celery_beat.schedulers:DatabaseScheduler", name="stock-beat"
+        )
         procs.append(beat)
         time.sleep(max(first_at - time.time(), 0) + duration)
         beat_rss = beat.rss_mb()
@@ -173,12 +226,18 @@ def measure_stock(size: dict[str, int]) -> dict[str, Any]:
                 lateness.append((sent_at - intended) * 1000)
     expected = round((window[1] - window[0]) / every * count)
     common.reset_tables()
-    return {"window_s": round(window[1] - window[0], 1), "expected_fires": expected,
-            "sent_fires": in_window, "sent_total": sum(len(v) for v in sends.values()),
-            "sent_pct": round(100 * in_window / expected, 2) if expected else None,
-            "sent_within_1s_pct": round(100 * sum(1 for x in lateness if x <= 1000) / expected, 2)
-            if expected else None,
-            "send_lateness_ms": common.percentiles(lateness), "beat_rss_mb": beat_rss}
+    return {
+        "window_s": round(window[1] - window[0], 1),
+        "expected_fires": expected,
+        "sent_fires": in_window,
+        "sent_total": sum(len(v) for v in sends.values()),
+        "sent_pct": round(100 * in_window / expected, 2) if expected else None,
+        "sent_within_1s_pct": round(100 * sum(1 for x in lateness if x <= 1000) / expected, 2)
+        if expected
+        else None,
+        "send_lateness_ms": common.percentiles(lateness),
+        "beat_rss_mb": beat_rss,
+    }
 
 
 def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
@@ -191,9 +250,12 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         "ours": ours,
         "anchor_stock_database_scheduler": stock,
         "ratios": {
-            "fires_recorded_vs_stock_sent": common.ratio(ours["recorded_fires"], stock["sent_fires"]),
-            "within_1s_pct_vs_stock": common.ratio(ours["recorded_within_1s_pct"],
-                                                   stock["sent_within_1s_pct"] or None),
+            "fires_recorded_vs_stock_sent": common.ratio(
+                ours["recorded_fires"], stock["sent_fires"]
+            ),
+            "within_1s_pct_vs_stock": common.ratio(
+                ours["recorded_within_1s_pct"], stock["sent_within_1s_pct"] or None
+            ),
         },
         "targets": {"recorded_within_1s_pct": 99, "duplicates": 0, "missed": 0},
     }

@@ -56,8 +56,11 @@ def _make_vhost() -> bool:
         return False
     try:
         subprocess.run(["rabbitmqctl", "add_vhost", BENCH_VHOST], capture_output=True, timeout=60)
-        done = subprocess.run(["rabbitmqctl", "set_permissions", "-p", BENCH_VHOST, "guest",
-                               ".*", ".*", ".*"], capture_output=True, timeout=60)
+        done = subprocess.run(
+            ["rabbitmqctl", "set_permissions", "-p", BENCH_VHOST, "guest", ".*", ".*", ".*"],
+            capture_output=True,
+            timeout=60,
+        )
         return done.returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -65,7 +68,9 @@ def _make_vhost() -> bool:
 
 def drop_vhost() -> None:
     if shutil.which("rabbitmqctl"):
-        subprocess.run(["rabbitmqctl", "delete_vhost", BENCH_VHOST], capture_output=True, timeout=120)
+        subprocess.run(
+            ["rabbitmqctl", "delete_vhost", BENCH_VHOST], capture_output=True, timeout=120
+        )
 
 
 def create_database() -> None:
@@ -75,7 +80,9 @@ def create_database() -> None:
     url = urlsplit(os.environ["DATABASE_URL"])
     admin = urlunsplit(url._replace(path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (BENCH_DB,)).fetchone()
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (BENCH_DB,)
+        ).fetchone()
         if not exists:
             conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
     from django.core.management import call_command
@@ -108,7 +115,9 @@ def machine() -> dict[str, Any]:
 
     def version(cmd: list[str]) -> str:
         try:
-            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()[-80:]
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()[
+                -80:
+            ]
         except (OSError, subprocess.TimeoutExpired):
             return ""
 
@@ -133,9 +142,15 @@ def percentiles(values: list[float]) -> dict[str, float | int | None]:
     def pick(q: float) -> float:
         return round(ordered[min(int(q * len(ordered)), len(ordered) - 1)], 3)
 
-    return {"n": len(ordered), "min": round(ordered[0], 3), "p50": pick(0.5), "p90": pick(0.9),
-            "p99": pick(0.99), "max": round(ordered[-1], 3),
-            "mean": round(statistics.fmean(ordered), 3)}
+    return {
+        "n": len(ordered),
+        "min": round(ordered[0], 3),
+        "p50": pick(0.5),
+        "p90": pick(0.9),
+        "p99": pick(0.99),
+        "max": round(ordered[-1], 3),
+        "mean": round(statistics.fmean(ordered), 3),
+    }
 
 
 def ratio(ours: float | None, anchor: float | None) -> float | None:
@@ -154,8 +169,11 @@ class Proc:
         return self.log_path.read_text(errors="replace")
 
     def wait_for(self, text: str, timeout: float = 60) -> None:
-        wait_until(lambda: text in self.log() or self.popen.poll() is not None, timeout=timeout,
-                   what=f"{self.name}: {text!r}")
+        wait_until(
+            lambda: text in self.log() or self.popen.poll() is not None,
+            timeout=timeout,
+            what=f"{self.name}: {text!r}",
+        )
         if text not in self.log():
             raise RuntimeError(f"{self.name} exited early:\n{self.log()[-3000:]}")
 
@@ -189,8 +207,14 @@ def spawn(name: str, args: list[str], **env: str) -> Proc:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log_path = LOG_DIR / f"{name}-{time.time_ns()}.log"
     handle = log_path.open("wb")
-    popen = subprocess.Popen(args, cwd=ROOT, env={**os.environ, **env}, stdout=handle,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+    popen = subprocess.Popen(
+        args,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        stdout=handle,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     return Proc(name, popen, log_path)
 
 
@@ -198,19 +222,49 @@ def celery(app: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", app, *args]
 
 
-def start_worker(*, app: str = "project", queue: str = QUEUE, concurrency: int = 2,
-                 name: str = "bench-worker", **env: str) -> Proc:
-    proc = spawn(name, celery(app, "worker", "-l", "info", "--pool", "prefork",
-                              "--concurrency", str(concurrency), "-Q", queue,
-                              "--without-gossip", "--without-mingle", "--without-heartbeat",
-                              "-n", f"{name}-{time.time_ns()}@%h"), **env)
+def start_worker(
+    *,
+    app: str = "project",
+    queue: str = QUEUE,
+    concurrency: int = 2,
+    name: str = "bench-worker",
+    **env: str,
+) -> Proc:
+    proc = spawn(
+        name,
+        celery(
+            app,
+            "worker",
+            "-l",
+            "info",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            str(concurrency),
+            "-Q",
+            queue,
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "-n",
+            f"{name}-{time.time_ns()}@%h",
+        ),
+        **env,
+    )
     proc.wait_for("ready.", timeout=120)
     return proc
 
 
 def start_beat(*, scheduler: str | None = None, name: str = "bench-beat", **env: str) -> Proc:
-    args = ["beat", "-l", "info", "--pidfile", "",
-            "-s", str(LOG_DIR / f"beat-schedule-{time.time_ns()}")]
+    args = [
+        "beat",
+        "-l",
+        "info",
+        "--pidfile",
+        "",
+        "-s",
+        str(LOG_DIR / f"beat-schedule-{time.time_ns()}"),
+    ]
     if scheduler:
         args += ["-S", scheduler]
     proc = spawn(name, celery("project", *args), **env)
@@ -229,8 +283,9 @@ def processes() -> Iterator[list[Proc]]:
             proc.stop()
 
 
-def wait_until(predicate: Callable[[], Any], *, timeout: float, interval: float = 0.2,
-               what: str = "condition") -> Any:
+def wait_until(
+    predicate: Callable[[], Any], *, timeout: float, interval: float = 0.2, what: str = "condition"
+) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -262,7 +317,9 @@ def log_timestamp(line: str) -> float | None:
     return datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").astimezone().timestamp()
 
 
-def insert_future_runs(count: int, *, tasks: list[str], min_days: float = 1, max_days: float = 30) -> float:
+def insert_future_runs(
+    count: int, *, tasks: list[str], min_days: float = 1, max_days: float = 30
+) -> float:
     """Store ``count`` pending runs due ``min_days``..``max_days`` ahead; returns seconds taken.
 
     One ``INSERT ... SELECT generate_series`` per 100,000 rows, every NOT NULL column given.
@@ -293,6 +350,16 @@ def create_tasks(prefix: str, count: int, **fields: Any) -> list[str]:
     from tasks_app.models import Task, TaskStatus
 
     Task.objects.bulk_create(
-        [Task(id=f"{prefix}-{i:06d}", action="noop", queue=QUEUE, status=TaskStatus.PENDING, **fields)
-         for i in range(count)], batch_size=2000)
+        [
+            Task(
+                id=f"{prefix}-{i:06d}",
+                action="noop",
+                queue=QUEUE,
+                status=TaskStatus.PENDING,
+                **fields,
+            )
+            for i in range(count)
+        ],
+        batch_size=2000,
+    )
     return [f"{prefix}-{i:06d}" for i in range(count)]

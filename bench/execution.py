@@ -1,14 +1,18 @@
 """Scenario 3: execution throughput of no-op runs (whole lifecycle recorded) on a 2-process
 worker, beside raw Celery no-op tasks on the same broker, same run.
 
-Both get the whole backlog published before the worker starts; the rate is
+Raw Celery gets its whole backlog published before its worker starts; ours is released
+while the worker runs (it declares the queue). The rate is
 ``(n - 1) / (last start - first start)``. Ours records claim (queued -> running), the action,
-completion, lateness and the task's status per run; raw Celery records one timestamp.
+completion, lateness and the task's status per run; raw Celery records one timestamp. An extra
+anchor row runs raw Celery with our delivery settings (late ack, prefetch 1), to tell what the
+delivery guarantees cost from what the recorded lifecycle costs.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,7 +39,9 @@ def measure_ours(n: int) -> dict[str, Any]:
                    due_at, created_at, worker, output, truncated, error)
                SELECT gen_random_uuid(), (%s::text[])[1 + (g %% %s)], 'api', 'pending', 1,
                       now(), now(), now(), '', '', false, ''
-               FROM generate_series(1, %s) AS g""", [tasks, len(tasks), n])
+               FROM generate_series(1, %s) AS g""",
+            [tasks, len(tasks), n],
+        )
     with common.processes() as procs:
         procs.append(common.start_worker())  # declares the queue as Celery does (priorities)
         publish_started = time.monotonic()
@@ -49,15 +55,38 @@ def measure_ours(n: int) -> dict[str, Any]:
     completed = Run.objects.filter(status=RunStatus.COMPLETED).count()
     span = (agg["last"] - agg["first"]).total_seconds() if agg["first"] else None
     common.reset_tables()
-    return {"runs": n, "released": released, "publish_s": round(publish_s, 2),
-            "publish_per_s": round(released / publish_s, 1) if publish_s else None,
-            "completed": completed, "span_s": round(span, 2) if span else None,
-            "runs_per_s": round((completed - 1) / span, 1) if span else None}
+    return {
+        "runs": n,
+        "released": released,
+        "publish_s": round(publish_s, 2),
+        "publish_per_s": round(released / publish_s, 1) if publish_s else None,
+        "completed": completed,
+        "span_s": round(span, 2) if span else None,
+        "runs_per_s": round((completed - 1) / span, 1) if span else None,
+    }
 
 
-def measure_raw(n: int) -> dict[str, Any]:
+# Our delivery settings (project/settings.py), for the extra anchor row: the same no-op task
+# acknowledged late, one message per process, handed back if its process dies.
+SAME_DELIVERY = """task_acks_late = True
+task_reject_on_worker_lost = True
+worker_prefetch_multiplier = 1
+"""
+
+
+def measure_raw(n: int, *, same_delivery: bool = False) -> dict[str, Any]:
+    """Raw Celery no-op tasks; ``same_delivery``: with our delivery settings instead of
+    Celery's defaults (early ack, prefetch multiplier 4), loaded by the anchor worker from a
+    config module (``CELERY_CONFIG_MODULE``) written for the run."""
     queue, key = f"bench-raw-{os.getpid()}", f"bench:raw:{os.getpid()}"
     env = {"ANCHOR_MODE": "classic", "ANCHOR_QUEUE": queue, "ANCHOR_KEY": key}
+    if same_delivery:
+        config_dir = Path(tempfile.mkdtemp(prefix="bench-anchor-config-"))
+        (config_dir / "anchor_same_delivery.py").write_text(SAME_DELIVERY)
+        env.update(
+            CELERY_CONFIG_MODULE="anchor_same_delivery",
+            PYTHONPATH=os.pathsep.join([str(config_dir), str(common.ROOT)]),
+        )
     from bench import anchor_app
 
     store = redis.Redis.from_url(os.environ["REDIS_URL"])
@@ -67,23 +96,42 @@ def measure_raw(n: int) -> dict[str, Any]:
             for _ in range(n):
                 anchor_app.raw_noop.apply_async(queue=queue, producer=producer)
         with common.processes() as procs:
-            procs.append(common.start_worker(app="bench.anchor_app", queue=queue,
-                                             name="anchor-raw", **env))
+            procs.append(
+                common.start_worker(app="bench.anchor_app", queue=queue, name="anchor-raw", **env)
+            )
             common.wait_until(lambda: store.llen(key) >= n, timeout=600, interval=0.5)
         stamps = sorted(float(x) for x in store.lrange(key, 0, -1))
     finally:
         store.delete(key)
         common.delete_queues(queue)
     span = stamps[-1] - stamps[0] if len(stamps) > 1 else None
-    return {"tasks": n, "completed": len(stamps), "span_s": round(span, 2) if span else None,
-            "tasks_per_s": round((len(stamps) - 1) / span, 1) if span else None}
+    return {
+        "tasks": n,
+        "completed": len(stamps),
+        "span_s": round(span, 2) if span else None,
+        "tasks_per_s": round((len(stamps) - 1) / span, 1) if span else None,
+    }
 
 
 def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
     n = SIZES["quick" if quick else "full"]["runs"]
     ours = measure_ours(n)
     raw = measure_raw(n)
-    return {"scenario": "execution_throughput", "inputs": {"runs": n, "worker_processes": 2},
-            "ours": ours, "anchor_raw_celery": raw,
-            "ratios": {"runs_per_s_vs_raw": common.ratio(ours["runs_per_s"], raw["tasks_per_s"])},
-            "targets": {"runs_per_s_vs_raw": 0.5}}
+    same = measure_raw(n, same_delivery=True)
+    return {
+        "scenario": "execution_throughput",
+        "inputs": {"runs": n, "worker_processes": 2},
+        "ours": ours,
+        "anchor_raw_celery": raw,
+        "extra_anchor_raw_celery_same_delivery": {
+            **same,
+            "settings": "task_acks_late, task_reject_on_worker_lost, prefetch 1",
+        },
+        "ratios": {
+            "runs_per_s_vs_raw": common.ratio(ours["runs_per_s"], raw["tasks_per_s"]),
+            "extra_runs_per_s_vs_raw_same_delivery": common.ratio(
+                ours["runs_per_s"], same["tasks_per_s"]
+            ),
+        },
+        "targets": {"runs_per_s_vs_raw": 0.5},
+    }

@@ -14,8 +14,10 @@ from django.conf import settings
 from bench import common
 from bench.beat_throughput import fires_stats, setup_owned, start_drainer
 
-SIZES = {"full": {"schedules": 10_000, "every_s": 10, "before_kill_s": 40, "after_kill_s": 40},
-         "quick": {"schedules": 2_000, "every_s": 10, "before_kill_s": 15, "after_kill_s": 20}}
+SIZES = {
+    "full": {"schedules": 10_000, "every_s": 10, "before_kill_s": 40, "after_kill_s": 40},
+    "quick": {"schedules": 2_000, "every_s": 10, "before_kill_s": 15, "after_kill_s": 20},
+}
 LEADER = "beat leadership acquired"
 
 
@@ -42,24 +44,38 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         killed_dt = datetime.fromtimestamp(killed, UTC)
         common.wait_until(lambda: LEADER in standby.log(), timeout=30, interval=0.05)
         took_over = time.time()
-        common.wait_until(lambda: Run.objects.filter(created_at__gt=killed_dt).exists(),
-                          timeout=30, interval=0.05)
+        common.wait_until(
+            lambda: Run.objects.filter(created_at__gt=killed_dt).exists(), timeout=30, interval=0.05
+        )
         first_fire_after = time.time()
         time.sleep(size["after_kill_s"])
         standby.stop()
     window = (first_at, killed + size["after_kill_s"] - 6)
     stats = fires_stats(window, every, size["schedules"])
-    dupes = (Run.objects.values("task_id", "scheduled_for").annotate(n=Count("id"))
-             .filter(n__gt=1).count())
+    dupes = (
+        Run.objects.values("task_id", "scheduled_for")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .count()
+    )
     grace = settings.TASKS_MISFIRE_GRACE_SECONDS
     common.reset_tables()
     return {
         "scenario": "failover",
-        "inputs": {**size, "misfire_grace_s": grace,
-                   "horizon_s": settings.TASKS_RELEASE_HORIZON_SECONDS},
-        "ours": {"takeover_s": round(took_over - killed, 2),
-                 "first_fire_by_standby_s": round(first_fire_after - killed, 2),
-                 "duplicates": dupes, **stats},
-        "targets": {"first_fire_by_standby_s_max": 10, "duplicates": 0,
-                    "missed": "only fires older than the grace at takeover (catch-up skip)"},
+        "inputs": {
+            **size,
+            "misfire_grace_s": grace,
+            "horizon_s": settings.TASKS_RELEASE_HORIZON_SECONDS,
+        },
+        "ours": {
+            "takeover_s": round(took_over - killed, 2),
+            "first_fire_by_standby_s": round(first_fire_after - killed, 2),
+            "duplicates": dupes,
+            **stats,
+        },
+        "targets": {
+            "first_fire_by_standby_s_max": 10,
+            "duplicates": 0,
+            "missed": "only fires older than the grace at takeover (catch-up skip)",
+        },
     }

@@ -20,10 +20,26 @@ import redis
 
 from bench import common
 
-SIZES = {"full": {"backlog": 1_000_000, "near": 12_000, "rate": 200, "far_countdown": 1000,
-                  "now_countdown": 100, "native_far": 100_000, "native_near": 200},
-         "quick": {"backlog": 50_000, "near": 1_500, "rate": 100, "far_countdown": 300,
-                   "now_countdown": 50, "native_far": 5_000, "native_near": 100}}
+SIZES = {
+    "full": {
+        "backlog": 1_000_000,
+        "near": 12_000,
+        "rate": 200,
+        "far_countdown": 1000,
+        "now_countdown": 100,
+        "native_far": 100_000,
+        "native_near": 200,
+    },
+    "quick": {
+        "backlog": 50_000,
+        "near": 1_500,
+        "rate": 100,
+        "far_countdown": 300,
+        "now_countdown": 50,
+        "native_far": 5_000,
+        "native_near": 100,
+    },
+}
 
 
 def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
@@ -38,14 +54,21 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         "anchor_countdown": countdown,
         "anchor_native_delayed": native,
         "ratios": {
-            "p50_vs_countdown": common.ratio(ours["lateness_ms"]["p50"], countdown["lateness_ms"]["p50"]),
-            "p99_vs_countdown": common.ratio(ours["lateness_ms"]["p99"], countdown["lateness_ms"]["p99"]),
+            "p50_vs_countdown": common.ratio(
+                ours["lateness_ms"]["p50"], countdown["lateness_ms"]["p50"]
+            ),
+            "p99_vs_countdown": common.ratio(
+                ours["lateness_ms"]["p99"], countdown["lateness_ms"]["p99"]
+            ),
             "p50_vs_native": common.ratio(ours["lateness_ms"]["p50"], native["lateness_ms"]["p50"]),
             "p99_vs_native": common.ratio(ours["lateness_ms"]["p99"], native["lateness_ms"]["p99"]),
         },
         "targets": {"p50_ms": 5, "p99_ms": 50, "early": 0, "lost": 0},
-        "samples_ms": {"ours": ours.pop("samples"), "countdown": countdown.pop("samples"),
-                       "native": native.pop("samples")},
+        "samples_ms": {
+            "ours": ours.pop("samples"),
+            "countdown": countdown.pop("samples"),
+            "native": native.pop("samples"),
+        },
     }
 
 
@@ -56,8 +79,13 @@ def _guarded(measure: Any, size: dict[str, int]) -> dict[str, Any]:
     try:
         return dict(measure(size))
     except Exception:
-        return {"error": traceback.format_exc()[-2000:], "lateness_ms": common.percentiles([]),
-                "samples": [], "lost": None, "early": None}
+        return {
+            "error": traceback.format_exc()[-2000:],
+            "lateness_ms": common.percentiles([]),
+            "samples": [],
+            "lost": None,
+            "early": None,
+        }
 
 
 def measure_ours(size: dict[str, int]) -> dict[str, Any]:
@@ -83,14 +111,25 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
             while created < min(target, size["near"]):
                 now = timezone.now()
                 delay = timedelta(seconds=rng.uniform(1, 60))
-                run_create(task=tasks[created % len(tasks)], trigger=Trigger.DELAY, due_at=now + delay, now=now)
+                run_create(
+                    task=tasks[created % len(tasks)],
+                    trigger=Trigger.DELAY,
+                    due_at=now + delay,
+                    now=now,
+                )
                 created += 1
             time.sleep(0.005)
         produce_s = time.monotonic() - started
         near = Run.objects.filter(task_id__in=near_tasks)
-        common.wait_until(lambda: not near.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED,
-                                                              RunStatus.RUNNING]).exists(),
-                          timeout=60 + 60, interval=1)
+        common.wait_until(
+            lambda: (
+                not near.filter(
+                    status__in=[RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING]
+                ).exists()
+            ),
+            timeout=60 + 60,
+            interval=1,
+        )
         worker_rss = procs[0].rss_mb()
     lateness = list(near.filter(status=RunStatus.COMPLETED).values_list("lateness_ms", flat=True))
     statuses = dict((s, near.filter(status=s).count()) for s in RunStatus.values)
@@ -136,20 +175,29 @@ def measure_countdown_anchor(size: dict[str, int]) -> dict[str, Any]:
     try:
         with anchor_app.app.producer_or_acquire() as producer:
             for _ in range(size["far_countdown"]):
-                anchor_app.anchor.apply_async((time.time() + 86400,), countdown=86400,
-                                              queue=queue, producer=producer)
+                anchor_app.anchor.apply_async(
+                    (time.time() + 86400,), countdown=86400, queue=queue, producer=producer
+                )
             for _ in range(size["now_countdown"]):
                 anchor_app.anchor.apply_async((time.time(),), queue=queue, producer=producer)
         with common.processes() as procs:
-            procs.append(common.start_worker(app="bench.anchor_app", queue=queue,
-                                             name="anchor-countdown", **env))
+            procs.append(
+                common.start_worker(
+                    app="bench.anchor_app", queue=queue, name="anchor-countdown", **env
+                )
+            )
             values = _collect(key, size["now_countdown"], timeout)
     finally:
         common.delete_queues(queue)
-    return {"mode": "plain Celery countdown, default prefetch, -c 2",
-            "started": len(values), "expected": size["now_countdown"], "timeout_s": timeout,
-            "not_started_in_time": size["now_countdown"] - len(values),
-            "lateness_ms": common.percentiles(values), "samples": values}
+    return {
+        "mode": "plain Celery countdown, default prefetch, -c 2",
+        "started": len(values),
+        "expected": size["now_countdown"],
+        "timeout_s": timeout,
+        "not_started_in_time": size["now_countdown"] - len(values),
+        "lateness_ms": common.percentiles(values),
+        "samples": values,
+    }
 
 
 def measure_native_anchor(size: dict[str, int]) -> dict[str, Any]:
@@ -160,12 +208,15 @@ def measure_native_anchor(size: dict[str, int]) -> dict[str, Any]:
     queue, key = f"bench-anchor-native-{os.getpid()}", f"bench:native:{os.getpid()}"
     env = _anchor_env("native", queue, key)
     if "/tasks_bench" not in os.environ["CELERY_BROKER_URL"]:
-        return {"skipped": "no private vhost: native delayed delivery exchanges are global",
-                "lateness_ms": common.percentiles([]), "samples": []}
+        return {
+            "skipped": "no private vhost: native delayed delivery exchanges are global",
+            "lateness_ms": common.percentiles([]),
+            "samples": [],
+        }
     script = f"""
 import time, os
 from bench import anchor_app
-far, near = {size['native_far']}, {size['native_near']}
+far, near = {size["native_far"]}, {size["native_near"]}
 app = anchor_app.app
 fast = app.connection_for_write(transport_options={{'confirm_publish': False}})
 with app.producer_or_acquire(app.amqp.Producer(fast)) as p:
@@ -181,16 +232,28 @@ print('published', far, near, flush=True)
 """
     try:
         with common.processes() as procs:
-            procs.append(common.start_worker(app="bench.anchor_app", queue=queue,
-                                             name="anchor-native", **env))
+            procs.append(
+                common.start_worker(
+                    app="bench.anchor_app", queue=queue, name="anchor-native", **env
+                )
+            )
             started = time.monotonic()
-            subprocess.run([sys.executable, "-c", script], env={**os.environ, **env},
-                           cwd=common.ROOT, check=True, timeout=900)
+            subprocess.run(
+                [sys.executable, "-c", script],
+                env={**os.environ, **env},
+                cwd=common.ROOT,
+                check=True,
+                timeout=900,
+            )
             publish_s = time.monotonic() - started
             values = _collect(key, size["native_near"], 60)
     finally:
         common.delete_queues(queue)
-    return {"mode": "Celery native delayed delivery (quorum queue, topic exchange, confirm_publish), -c 2",
-            "far_publish_s": round(publish_s, 1), "started": len(values),
-            "expected": size["native_near"], "lateness_ms": common.percentiles(values),
-            "samples": values}
+    return {
+        "mode": "Celery native delayed delivery (quorum queue, topic exchange, confirm_publish), -c 2",
+        "far_publish_s": round(publish_s, 1),
+        "started": len(values),
+        "expected": size["native_near"],
+        "lateness_ms": common.percentiles(values),
+        "samples": values,
+    }

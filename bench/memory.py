@@ -11,8 +11,10 @@ from typing import Any
 from bench import common
 from bench.beat_throughput import setup_owned, start_drainer
 
-SIZES = {"full": {"backlog": 1_000_000, "schedules": 10_000, "beat_s": 60, "settle_s": 20},
-         "quick": {"backlog": 50_000, "schedules": 2_000, "beat_s": 20, "settle_s": 8}}
+SIZES = {
+    "full": {"backlog": 1_000_000, "schedules": 10_000, "beat_s": 60, "settle_s": 20},
+    "quick": {"backlog": 50_000, "schedules": 2_000, "beat_s": 20, "settle_s": 8},
+}
 
 
 def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
@@ -23,7 +25,9 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         procs.append(worker)
         time.sleep(size["settle_s"])
         idle = worker.rss_mb()
-        insert_s = common.insert_future_runs(size["backlog"], tasks=common.create_tasks("mem", 10_000))
+        insert_s = common.insert_future_runs(
+            size["backlog"], tasks=common.create_tasks("mem", 10_000)
+        )
         procs.append(common.start_beat())
         time.sleep(size["settle_s"])
         loaded = worker.rss_mb()
@@ -43,10 +47,14 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
     return {
         "scenario": "memory",
         "inputs": size,
-        "ours": {"worker_rss_idle_mb": idle, "worker_rss_with_backlog_mb": loaded,
-                 "backlog_insert_s": insert_s,
-                 "beat_rss_start_mb": beat_start_rss, "beat_rss_mb": beat_rss,
-                 "beat_tick_ms": common.percentiles(ticks)},
+        "ours": {
+            "worker_rss_idle_mb": idle,
+            "worker_rss_with_backlog_mb": loaded,
+            "backlog_insert_s": insert_s,
+            "beat_rss_start_mb": beat_start_rss,
+            "beat_rss_mb": beat_rss,
+            "beat_tick_ms": common.percentiles(ticks),
+        },
         "ratios": {"worker_rss_backlog_vs_idle": common.ratio(loaded, idle)},
         "targets": {"worker_rss_backlog_vs_idle_max": 1.10},
     }

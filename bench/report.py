@@ -21,8 +21,11 @@ def chart(results: Path, lateness: dict[str, Any]) -> str | None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    labels = {"ours": "ours (horizon release)", "native": "Celery native delayed delivery",
-              "countdown": "plain Celery countdown"}
+    labels = {
+        "ours": "ours (horizon release)",
+        "native": "Celery native delayed delivery",
+        "countdown": "plain Celery countdown",
+    }
     for key, label in labels.items():
         values = sorted(samples.get(key) or [])
         if not values:
@@ -53,59 +56,101 @@ def write(results: Path) -> Path:
     lines = ["# Benchmark report", ""]
     machine = next((d.get("machine") for d in data.values() if d.get("machine")), {})
     if machine:
-        lines += [f"Run {machine.get('date')} on {machine.get('host')}: {machine.get('cores')} cores, "
-                  f"{machine.get('memory_gb')} GB, load at start {machine.get('load_avg_at_start')}, "
-                  f"Postgres {machine.get('postgres')}, RabbitMQ {machine.get('rabbitmq')}. "
-                  "The machine is shared: compare the ratios (same run), not absolute figures.", ""]
+        lines += [
+            f"Run {machine.get('date')} on {machine.get('host')}: {machine.get('cores')} cores, "
+            f"{machine.get('memory_gb')} GB, load at start {machine.get('load_avg_at_start')}, "
+            f"Postgres {machine.get('postgres')}, RabbitMQ {machine.get('rabbitmq')}. "
+            "The machine is shared: compare the ratios (same run), not absolute figures.",
+            "",
+        ]
     if (lat := data.get("lateness")) and "ours" in lat:
         ours, cd, nat = lat["ours"], lat["anchor_countdown"], lat["anchor_native_delayed"]
         img = chart(results, lat)
-        lines += ["## 1. Start lateness under a backlog", "",
-                  f"Inputs: {lat['inputs']}", "",
-                  "| | p50 ms | p90 ms | p99 ms | max ms | n | lost | early |", "|---|---|---|---|---|---|---|---|",
-                  f"| ours | {_p(ours['lateness_ms'])} | {_p(ours['lateness_ms'], 'p90')} | {_p(ours['lateness_ms'], 'p99')} | {_p(ours['lateness_ms'], 'max')} | {ours['lateness_ms']['n']} | {ours['lost']} | {ours['early']} |",
-                  f"| plain Celery countdown | {_p(cd['lateness_ms'])} | {_p(cd['lateness_ms'], 'p90')} | {_p(cd['lateness_ms'], 'p99')} | {_p(cd['lateness_ms'], 'max')} | {cd['lateness_ms']['n']} of {cd.get('expected')} | | |",
-                  f"| Celery native delayed delivery | {_p(nat['lateness_ms'])} | {_p(nat['lateness_ms'], 'p90')} | {_p(nat['lateness_ms'], 'p99')} | {_p(nat['lateness_ms'], 'max')} | {nat['lateness_ms']['n']} | | |",
-                  "", f"Ratios (ours / anchor): {lat['ratios']}", ""]
+        lines += [
+            "## 1. Start lateness under a backlog",
+            "",
+            f"Inputs: {lat['inputs']}",
+            "",
+            "| | p50 ms | p90 ms | p99 ms | max ms | n | lost | early |",
+            "|---|---|---|---|---|---|---|---|",
+            f"| ours | {_p(ours['lateness_ms'])} | {_p(ours['lateness_ms'], 'p90')} | {_p(ours['lateness_ms'], 'p99')} | {_p(ours['lateness_ms'], 'max')} | {ours['lateness_ms']['n']} | {ours['lost']} | {ours['early']} |",
+            f"| plain Celery countdown | {_p(cd['lateness_ms'])} | {_p(cd['lateness_ms'], 'p90')} | {_p(cd['lateness_ms'], 'p99')} | {_p(cd['lateness_ms'], 'max')} | {cd['lateness_ms']['n']} of {cd.get('expected')} | | |",
+            f"| Celery native delayed delivery | {_p(nat['lateness_ms'])} | {_p(nat['lateness_ms'], 'p90')} | {_p(nat['lateness_ms'], 'p99')} | {_p(nat['lateness_ms'], 'max')} | {nat['lateness_ms']['n']} | | |",
+            "",
+            f"Ratios (ours / anchor): {lat['ratios']}",
+            "",
+        ]
         if img:
             lines += [f"![lateness]({img})", ""]
     if (bt := data.get("beat_throughput")) and "ours" in bt:
         o, s = bt["ours"], bt["anchor_stock_database_scheduler"]
-        lines += ["## 2. Beat throughput", "", f"Inputs: {bt['inputs']}", "",
-                  "| | expected fires | fires recorded / sent | within 1 s | p50 ms | p99 ms | duplicates | missed |",
-                  "|---|---|---|---|---|---|---|---|",
-                  f"| ours (TaskScheduler) | {o['expected_fires']} | {o['recorded_fires']} | {o['recorded_within_1s_pct']} % | {_p(o['record_lateness_ms'])} | {_p(o['record_lateness_ms'], 'p99')} | {o['duplicates']} | {o['missed']} |",
-                  f"| stock DatabaseScheduler | {s['expected_fires']} | {s['sent_fires']} | {s['sent_within_1s_pct']} % | {_p(s['send_lateness_ms'])} | {_p(s['send_lateness_ms'], 'p99')} | | {s['expected_fires'] - s['sent_fires']} |",
-                  "", "Ours: lateness is `created_at - scheduled_for` (negative = recorded ahead, "
-                  "published with an exact ETA); queued (published) "
-                  f"p50 {_p(o['queued_lateness_ms'])} ms. Beat tick p50 {_p(o['tick_ms'])} ms, "
-                  f"p99 {_p(o['tick_ms'], 'p99')} ms. Ratios: {bt['ratios']}", ""]
+        lines += [
+            "## 2. Beat throughput",
+            "",
+            f"Inputs: {bt['inputs']}",
+            "",
+            "| | expected fires | fires recorded / sent | within 1 s | p50 ms | p99 ms | duplicates | missed |",
+            "|---|---|---|---|---|---|---|---|",
+            f"| ours (TaskScheduler) | {o['expected_fires']} | {o['recorded_fires']} | {o['recorded_within_1s_pct']} % | {_p(o['record_lateness_ms'])} | {_p(o['record_lateness_ms'], 'p99')} | {o['duplicates']} | {o['missed']} |",
+            f"| stock DatabaseScheduler | {s['expected_fires']} | {s['sent_fires']} | {s['sent_within_1s_pct']} % | {_p(s['send_lateness_ms'])} | {_p(s['send_lateness_ms'], 'p99')} | | {s['expected_fires'] - s['sent_fires']} |",
+            "",
+            "Ours: lateness is `created_at - scheduled_for` (negative = recorded ahead, "
+            "published with an exact ETA); queued (published) "
+            f"p50 {_p(o['queued_lateness_ms'])} ms. Beat tick p50 {_p(o['tick_ms'])} ms, "
+            f"p99 {_p(o['tick_ms'], 'p99')} ms. Ratios: {bt['ratios']}",
+            "",
+        ]
     if (ex := data.get("execution")) and "ours" in ex:
-        lines += ["## 3. Execution throughput", "",
-                  "| | runs/s | n |", "|---|---|---|",
-                  f"| ours (full lifecycle) | {ex['ours']['runs_per_s']} | {ex['ours']['completed']} |",
-                  f"| raw Celery no-op | {ex['anchor_raw_celery']['tasks_per_s']} | {ex['anchor_raw_celery']['completed']} |",
-                  "", f"Ratio: {ex['ratios']} (target >= 0.5). Release published "
-                  f"{ex['ours']['publish_per_s']} runs/s.", ""]
+        lines += [
+            "## 3. Execution throughput",
+            "",
+            "| | runs/s | n |",
+            "|---|---|---|",
+            f"| ours (full lifecycle) | {ex['ours']['runs_per_s']} | {ex['ours']['completed']} |",
+            f"| raw Celery no-op | {ex['anchor_raw_celery']['tasks_per_s']} | {ex['anchor_raw_celery']['completed']} |",
+            "",
+            f"Ratio: {ex['ratios']} (target >= 0.5). Release published "
+            f"{ex['ours']['publish_per_s']} runs/s.",
+            "",
+        ]
     if (mem := data.get("memory")) and "ours" in mem:
         m = mem["ours"]
-        lines += ["## 4. Memory", "",
-                  f"Worker RSS idle {m['worker_rss_idle_mb']} MiB, with {mem['inputs']['backlog']} stored "
-                  f"future runs {m['worker_rss_with_backlog_mb']} MiB (ratio {mem['ratios']['worker_rss_backlog_vs_idle']}, "
-                  f"target <= 1.10). Beat with {mem['inputs']['schedules']} schedules: RSS {m['beat_rss_mb']} MiB, "
-                  f"tick p50 {_p(m['beat_tick_ms'])} ms, p99 {_p(m['beat_tick_ms'], 'p99')} ms.", ""]
+        lines += [
+            "## 4. Memory",
+            "",
+            f"Worker RSS idle {m['worker_rss_idle_mb']} MiB, with {mem['inputs']['backlog']} stored "
+            f"future runs {m['worker_rss_with_backlog_mb']} MiB (ratio {mem['ratios']['worker_rss_backlog_vs_idle']}, "
+            f"target <= 1.10). Beat with {mem['inputs']['schedules']} schedules: RSS {m['beat_rss_mb']} MiB, "
+            f"tick p50 {_p(m['beat_tick_ms'])} ms, p99 {_p(m['beat_tick_ms'], 'p99')} ms.",
+            "",
+        ]
     if (fo := data.get("failover")) and "ours" in fo:
         f = fo["ours"]
-        lines += ["## 5. Failover (kill -9 of the leading beat)", "",
-                  f"Standby took the lock {f['takeover_s']} s after the kill and recorded a fire "
-                  f"{f['first_fire_by_standby_s']} s after it (target <= 10 s). Fires expected "
-                  f"{f['expected_fires']}, recorded {f['recorded_fires']}, missed {f['missed']}, "
-                  f"duplicates {f['duplicates']}.", ""]
+        lines += [
+            "## 5. Failover (kill -9 of the leading beat)",
+            "",
+            f"Standby took the lock {f['takeover_s']} s after the kill and recorded a fire "
+            f"{f['first_fire_by_standby_s']} s after it (target <= 10 s). Fires expected "
+            f"{f['expected_fires']}, recorded {f['recorded_fires']}, missed {f['missed']}, "
+            f"duplicates {f['duplicates']}.",
+            "",
+        ]
     for name, d in data.items():
-        if name in {"lateness", "beat_throughput", "execution", "memory", "failover"} and "error" not in d:
+        if (
+            name in {"lateness", "beat_throughput", "execution", "memory", "failover"}
+            and "error" not in d
+        ):
             continue
-        lines += [f"## {name}", "", "```", json.dumps({k: v for k, v in d.items() if k != 'machine'},
-                                                      indent=2, default=str)[:4000], "```", ""]
+        lines += [
+            f"## {name}",
+            "",
+            "```",
+            json.dumps({k: v for k, v in d.items() if k != "machine"}, indent=2, default=str)[
+                :4000
+            ],
+            "```",
+            "",
+        ]
     path = results / "REPORT.md"
     path.write_text("\n".join(lines))
     return path

@@ -218,6 +218,12 @@ CELERY_ENABLE_UTC = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes the database connection before and after every task unless
+# this is set: a new Postgres connection (and server process) per run. With it, a worker process
+# keeps its connection like a web process does: tasks_app.tasks checks it before each task
+# (close_old_connections: CONN_MAX_AGE, CONN_HEALTH_CHECKS, errors) and Celery still recycles
+# it every this many tasks.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 # A failed run and a run killed at its hard time limit are acknowledged (their outcome is
 # recorded by the services); a lost worker process's message is requeued (see above).

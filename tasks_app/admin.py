@@ -233,7 +233,8 @@ class TaskAdmin(admin.ModelAdmin):
                     e.by or "-",
                     e.event,
                     "; ".join(f"{k}: {v[0]!r} → {v[1]!r}" for k, v in e.changes.items())
-                    if e.event == "updated" else e.note,
+                    if e.event == "updated"
+                    else e.note,
                 )
                 for e in entries
             ),

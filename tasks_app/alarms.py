@@ -26,13 +26,18 @@ def overdue_fire(task: Task, *, now: datetime) -> datetime | None:
     """The oldest fire instant of ``task`` that should have completed by ``now`` and has not."""
     assert task.alert_after_seconds is not None
     cutoff = now - timedelta(seconds=task.alert_after_seconds)
-    last_ok = task.runs.filter(status=RunStatus.COMPLETED).aggregate(last=Max("scheduled_for"))["last"]
+    last_ok = task.runs.filter(status=RunStatus.COMPLETED).aggregate(last=Max("scheduled_for"))[
+        "last"
+    ]
     unmet = Run.objects.filter(task=task, trigger=Trigger.SCHEDULE, scheduled_for__lte=cutoff)
     if last_ok is not None:
         unmet = unmet.filter(scheduled_for__gt=last_ok)
     first_unmet = (
-        unmet.exclude(scheduled_for__in=Run.objects.filter(task=task, status=RunStatus.COMPLETED)
-                      .values("scheduled_for"))
+        unmet.exclude(
+            scheduled_for__in=Run.objects.filter(task=task, status=RunStatus.COMPLETED).values(
+                "scheduled_for"
+            )
+        )
         .order_by("scheduled_for")
         .values_list("scheduled_for", flat=True)
         .first()
@@ -53,11 +58,13 @@ def alarms_check(*, now: datetime) -> tuple[int, int]:
     for task in watched:
         fire = overdue_fire(task, now=now)
         if fire is not None and task.alarm_since is None:
-            note = (f"fire at {fire.isoformat()} has not completed within "
-                    f"{task.alert_after_seconds} s")
-            Task.objects.filter(pk=task.pk, alarm_since__isnull=True).update(alarm_since=now, alarm_note=note)
-            log.error("missed-run alarm for task %s: %s", task.id, note,
-                      extra={"task_id": task.id})
+            note = (
+                f"fire at {fire.isoformat()} has not completed within {task.alert_after_seconds} s"
+            )
+            Task.objects.filter(pk=task.pk, alarm_since__isnull=True).update(
+                alarm_since=now, alarm_note=note
+            )
+            log.error("missed-run alarm for task %s: %s", task.id, note, extra={"task_id": task.id})
             _notify(task.id, note, now)
             raised += 1
         elif fire is None and task.alarm_since is not None:
@@ -81,10 +88,22 @@ def _notify(task_id: str, note: str, now: datetime) -> None:
 
         try:
             http = actions.get("http")
-            ctx = actions.RunContext(run_id="alarm", task_id=task_id, attempt=1,
-                                     scheduled_for=now, due_at=now, timeout_seconds=10)
-            http.func({"url": url, "method": "POST",
-                       "json": {"task_id": task_id, "alarm": note, "at": now.isoformat()}}, ctx)
+            ctx = actions.RunContext(
+                run_id="alarm",
+                task_id=task_id,
+                attempt=1,
+                scheduled_for=now,
+                due_at=now,
+                timeout_seconds=10,
+            )
+            http.func(
+                {
+                    "url": url,
+                    "method": "POST",
+                    "json": {"task_id": task_id, "alarm": note, "at": now.isoformat()},
+                },
+                ctx,
+            )
         except Exception:
             log.exception("alarm webhook for task %s failed", task_id)
 

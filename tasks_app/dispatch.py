@@ -167,14 +167,28 @@ class BatchPublisher:
         return url.startswith(("amqp://", "amqps://", "pyamqp://"))
 
     def publish(self, runs: list[Run], *, now: datetime) -> list[UUID]:
-        """Publish ``runs``; return the ids the broker did not confirm."""
+        """Publish ``runs``; return the ids the broker did not confirm.
+
+        A connection kept from an earlier batch may have died with the broker (a restart):
+        the unconfirmed runs are tried once more on a fresh connection before giving up.
+        """
+        failed = self._publish_once(runs, now=now)
+        if failed:
+            retry = set(failed)
+            failed = self._publish_once([r for r in runs if r.id in retry], now=now)
+        if failed:
+            log.warning("%d runs stay pending and are released again", len(failed))
+        return failed
+
+    def _publish_once(self, runs: list[Run], *, now: datetime) -> list[UUID]:
         with self._lock:
             self._acked = set()
             try:
                 producer = self._producer()
                 for run in runs:
-                    self.app.send_task(EXECUTE_RUN, producer=producer, retry=False,
-                                       **message_options(run, now=now))
+                    self.app.send_task(
+                        EXECUTE_RUN, producer=producer, retry=False, **message_options(run, now=now)
+                    )
                     self._outstanding[self._next_tag] = run.id
                     self._next_tag += 1
                 deadline = time.monotonic() + self.CONFIRM_TIMEOUT
@@ -186,10 +200,7 @@ class BatchPublisher:
             if self._outstanding:
                 log.error("%d publishes unconfirmed", len(self._outstanding))
                 self.close()
-            failed = [r.id for r in runs if r.id not in self._acked]
-            if failed:
-                log.warning("%d runs stay pending and are released again", len(failed))
-            return failed
+            return [r.id for r in runs if r.id not in self._acked]
 
     def _producer(self) -> Any:
         if self._conn is None or self._pid != os.getpid():

@@ -75,7 +75,9 @@ def _timed(probe: Any) -> Check:
             error = str(info.pop("error", ""))
     except Exception as exc:  # a health check reports failures, it does not raise them
         info, ok, error = {}, False, _describe(exc)
-    return Check(ok=ok, latency_ms=round((time.monotonic() - start) * 1000, 1), error=error, info=info)
+    return Check(
+        ok=ok, latency_ms=round((time.monotonic() - start) * 1000, 1), error=error, info=info
+    )
 
 
 def check_database() -> Check:
@@ -92,7 +94,9 @@ def _broker_connection() -> Any:
 
     # Read the URL from settings at call time (not the app's import-time copy), so a
     # deployment or a test that changes CELERY_BROKER_URL is what gets checked.
-    return app.connection_for_write(url=settings.CELERY_BROKER_URL, connect_timeout=BROKER_TIMEOUT_SECONDS)
+    return app.connection_for_write(
+        url=settings.CELERY_BROKER_URL, connect_timeout=BROKER_TIMEOUT_SECONDS
+    )
 
 
 def check_broker() -> Check:
@@ -118,7 +122,12 @@ def check_beat(now: datetime | None = None) -> Check:
     def probe() -> dict[str, Any]:
         last = last_beat_tick()
         if last is None:
-            return {"ok": False, "error": "no beat heartbeat recorded", "last_tick": None, "age_seconds": None}
+            return {
+                "ok": False,
+                "error": "no beat heartbeat recorded",
+                "last_tick": None,
+                "age_seconds": None,
+            }
         age = round(((now or timezone.now()) - last).total_seconds(), 3)
         limit = settings.TASKS_HEALTH_BEAT_MAX_AGE_SECONDS
         info: dict[str, Any] = {"last_tick": last.isoformat(), "age_seconds": age}
@@ -135,9 +144,12 @@ def check_workers() -> Check:
             conn.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_SECONDS)
             from project.celery import app
 
-            replies = app.control.ping(
-                timeout=settings.TASKS_HEALTH_WORKER_TIMEOUT_SECONDS, connection=conn
-            ) or []
+            replies = (
+                app.control.ping(
+                    timeout=settings.TASKS_HEALTH_WORKER_TIMEOUT_SECONDS, connection=conn
+                )
+                or []
+            )
         count = len(replies)
         if not count:
             return {"ok": False, "error": "no worker answered a ping", "count": 0}

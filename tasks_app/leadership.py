@@ -124,7 +124,9 @@ class FileLockLeadership:
             handle.close()
             return False
         self._handle = handle
-        log.info("beat leadership acquired (file lock %s; embedded mode: single machine)", self.path)
+        log.info(
+            "beat leadership acquired (file lock %s; embedded mode: single machine)", self.path
+        )
         return True
 
     def release(self) -> None:

@@ -153,11 +153,15 @@ class Task(models.Model):
     )
     catchup_window_seconds = models.PositiveIntegerField(default=3600)
     pause_after_failures = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
         help_text="Pause the task after this many consecutive failed runs.",
     )
     alert_after_seconds = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)],
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
         help_text="Raise the missed-run alarm when a fire has not completed this long after it.",
     )
     fire_count = models.PositiveIntegerField(default=0, editable=False)
@@ -170,9 +174,7 @@ class Task(models.Model):
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_by = models.CharField(max_length=150, blank=True)
 
-    status = models.CharField(
-        max_length=10, choices=TaskStatus.choices, default=TaskStatus.CREATED
-    )
+    status = models.CharField(max_length=10, choices=TaskStatus.choices, default=TaskStatus.CREATED)
     next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",
@@ -213,9 +215,7 @@ class Run(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
-    status = models.CharField(
-        max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING
-    )
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
     attempt = models.PositiveIntegerField(default=1)
     first_attempt = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retries"

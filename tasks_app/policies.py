@@ -81,7 +81,9 @@ def plan_fires(
         if policy.catchup == "latest" and (fire is None or fire >= now - policy.grace):
             missed.append(oldest)  # nothing inside the window: the oldest stands in
     due: list[datetime] = []
-    while fire is not None and fire <= now + lookahead and len(due) + len(missed) < MAX_FIRES_PER_PLAN:
+    while (
+        fire is not None and fire <= now + lookahead and len(due) + len(missed) < MAX_FIRES_PER_PLAN
+    ):
         if policy.end_at and fire > policy.end_at:
             fire = None
             break

@@ -97,7 +97,9 @@ class TaskScheduler(DatabaseScheduler):
             log.log(
                 logging.INFO if settings.TASKS_BEAT_LOG_TICKS else logging.DEBUG,
                 "beat tick: fired=%d released=%d tick_ms=%.1f",
-                len(fired), released, (time.perf_counter() - started) * 1000,
+                len(fired),
+                released,
+                (time.perf_counter() - started) * 1000,
             )
 
     def _on_promotion(self) -> None:

@@ -36,9 +36,17 @@ def task_preview(*, task: Task, count: int = 5, now: datetime | None = None) -> 
     if task.schedule_type == "once":
         fires = [task.run_at] if task.run_at and task.run_at > now else []
     else:
-        start = task.next_run_at if (task.pk and task.next_run_at and task.next_run_at > now) else first_fire(task, now=now)
+        start = (
+            task.next_run_at
+            if (task.pk and task.next_run_at and task.next_run_at > now)
+            else first_fire(task, now=now)
+        )
         schedule = schedule_of(task, anchor=start) if start else None
-        fires = [] if start is None or schedule is None else [start, *scheduling.next_fires(schedule, start, count - 1)]
+        fires = (
+            []
+            if start is None or schedule is None
+            else [start, *scheduling.next_fires(schedule, start, count - 1)]
+        )
         if task.end_at:
             fires = [f for f in fires if f <= task.end_at]
     return [Fire(utc=f, local=f.astimezone(zone)) for f in fires[:count]]

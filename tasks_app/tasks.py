@@ -10,6 +10,7 @@ from billiard.einfo import ExceptionInfo
 from celery import Task as CeleryTask
 from celery import shared_task
 from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.signals import task_prerun
 from django.db import close_old_connections
 
 from . import recovery, services
@@ -21,13 +22,25 @@ log = logging.getLogger(__name__)
 DB_DOWN_PAUSE_SECONDS = 1.0
 
 
+@task_prerun.connect
+def check_connections(sender: CeleryTask | None = None, **_: Any) -> None:
+    """Before each task, drop a database connection that is broken, in error or older than
+    ``CONN_MAX_AGE``, and have the next query health-check it (``CONN_HEALTH_CHECKS``) — what
+    Django does around each web request. ``CELERY_DB_REUSE_MAX`` stops Celery from closing the
+    connection around every task instead, which cost a new Postgres connection per run."""
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return
+    close_old_connections()
+
+
 class RunTask(CeleryTask):
     """Base of ``execute_run``. Its ``on_failure`` runs in the worker's main process when the
     pool killed the child at the hard time limit: the run is recorded as timed out there,
     since the child that would have recorded it is gone."""
 
-    def on_failure(self, exc: Exception, task_id: str, args: Any, kwargs: Any,
-                   einfo: ExceptionInfo | None) -> None:
+    def on_failure(
+        self, exc: Exception, task_id: str, args: Any, kwargs: Any, einfo: ExceptionInfo | None
+    ) -> None:
         if not isinstance(exc, TimeLimitExceeded):
             return
         run_id = str(args[0]) if args else task_id
@@ -40,10 +53,22 @@ class RunTask(CeleryTask):
             log.exception("recording the hard time limit of run %s failed", run_id)
 
 
-@shared_task(name="tasks_app.execute_run", bind=True, base=RunTask, acks_late=True,
-             reject_on_worker_lost=True)
+@shared_task(
+    name="tasks_app.execute_run",
+    bind=True,
+    base=RunTask,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    store_errors_even_if_ignored=True,
+)
 def execute_run(self: CeleryTask, run_id: str) -> dict[str, object] | None:
     """Execute one run. The message id is the run id; duplicates are ignored by the claim.
+
+    The ``Run`` row is the run's record (status, worker, times, output, error), so a
+    successful message stores no Celery result (that row cost four queries per run); an
+    exception escaping this task (a bug, not an action's failure) is still stored with its
+    traceback, which the admin's run page shows.
 
     While the database is unreachable the message is handed back to the broker (after a
     pause) instead of being acknowledged, so the run is tried again, not dropped.

@@ -39,7 +39,11 @@ def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timede
         raise ValidationError({field: ["must not be negative"]})
     if value > settings.TASKS_MAX_DELAY_SECONDS:
         raise ValidationError(
-            {field: [f"must be at most {_human(settings.TASKS_MAX_DELAY_SECONDS)} (TASKS_MAX_DELAY)"]}
+            {
+                field: [
+                    f"must be at most {_human(settings.TASKS_MAX_DELAY_SECONDS)} (TASKS_MAX_DELAY)"
+                ]
+            }
         )
     return timedelta(seconds=value)
 
@@ -55,7 +59,11 @@ def check_run_at(run_at: datetime, *, now: datetime, field: str = "run_at") -> d
         )
     if run_at > now + max_delay():
         raise ValidationError(
-            {field: [f"is more than {_human(settings.TASKS_MAX_DELAY_SECONDS)} ahead (TASKS_MAX_DELAY)"]}
+            {
+                field: [
+                    f"is more than {_human(settings.TASKS_MAX_DELAY_SECONDS)} ahead (TASKS_MAX_DELAY)"
+                ]
+            }
         )
     return run_at
 
@@ -65,7 +73,9 @@ def check_expiry(
 ) -> datetime | None:
     """The deadline after which a not-yet-started run is expired instead of run late."""
     if expires_in_seconds is not None and expires_at is not None:
-        raise ValidationError({"expires_at": ["give either expires_in_seconds or expires_at, not both"]})
+        raise ValidationError(
+            {"expires_at": ["give either expires_in_seconds or expires_at, not both"]}
+        )
     if expires_in_seconds is not None:
         return due_at + check_delay(expires_in_seconds, field="expires_in_seconds")
     if expires_at is not None:
@@ -93,7 +103,9 @@ def validate_task(task: Task, *, now: datetime | None = None) -> None:
             try:
                 action.validate(task.payload)
             except actions.PayloadError as exc:
-                errors["payload"] = [f"does not fit action {task.action!r}: {m}" for m in exc.messages]
+                errors["payload"] = [
+                    f"does not fit action {task.action!r}: {m}" for m in exc.messages
+                ]
 
     try:
         scheduling.get_zone(task.timezone)
@@ -133,8 +145,12 @@ def validate_task(task: Task, *, now: datetime | None = None) -> None:
         errors["end_at"] = ["must be after start_at"]
     if task.jitter_seconds and task.jitter_seconds > MAX_JITTER_SECONDS:
         errors["jitter_seconds"] = [f"must be at most {MAX_JITTER_SECONDS} (one day)"]
-    if (kind == ScheduleType.INTERVAL and task.interval_seconds and task.jitter_seconds
-            and task.jitter_seconds >= task.interval_seconds):
+    if (
+        kind == ScheduleType.INTERVAL
+        and task.interval_seconds
+        and task.jitter_seconds
+        and task.jitter_seconds >= task.interval_seconds
+    ):
         errors["jitter_seconds"] = ["must be shorter than interval_seconds"]
 
     if errors:

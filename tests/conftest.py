@@ -29,9 +29,13 @@ def _session_queue(django_db_setup: None) -> Iterator[str]:
         pass
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def worker(_session_queue: str, django_db_blocker: object, process_logs: Path) -> Iterator[Proc]:
-    """A real ``celery worker`` (prefork, 2 processes) shared by the session's e2e tests."""
+    """A real ``celery worker`` (prefork, 2 processes) shared by a module's e2e tests.
+
+    Module-scoped so it is gone before modules that start, kill and time their own workers
+    (tests/faults) run: a leftover worker would take their messages.
+    """
     proc = start_worker(process_logs)
     yield proc
     proc.stop()

@@ -21,8 +21,13 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def wait_until(predicate: Callable[[], Any], *, timeout: float, interval: float = 0.1,
-               message: str = "condition") -> Any:
+def wait_until(
+    predicate: Callable[[], Any],
+    *,
+    timeout: float,
+    interval: float = 0.1,
+    message: str = "condition",
+) -> Any:
     """Poll ``predicate`` until it returns something truthy; fail the test after ``timeout``."""
     deadline = time.monotonic() + timeout
     while True:
@@ -41,7 +46,9 @@ def test_database_url() -> str:
     user = cfg.get("USER") or ""
     password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
     auth = f"{user}{password}@" if user else ""
-    return f"postgres://{auth}{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{cfg['NAME']}"
+    return (
+        f"postgres://{auth}{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{cfg['NAME']}"
+    )
 
 
 def process_env(**extra: str) -> dict[str, str]:
@@ -63,8 +70,11 @@ class Proc:
         return self.log_path.read_text(errors="replace")
 
     def wait_for_log(self, text: str, timeout: float = 30) -> None:
-        wait_until(lambda: text in self.log() or self.popen.poll() is not None,
-                   timeout=timeout, message=f"{self.name} to log {text!r}")
+        wait_until(
+            lambda: text in self.log() or self.popen.poll() is not None,
+            timeout=timeout,
+            message=f"{self.name} to log {text!r}",
+        )
         if text not in self.log():
             raise AssertionError(f"{self.name} exited early:\n{self.log()[-3000:]}")
 
@@ -93,20 +103,51 @@ def _spawn(name: str, args: list[str], log_dir: Path, env: dict[str, str]) -> Pr
     return Proc(name=name, popen=popen, log_path=log_path)
 
 
-def start_worker(log_dir: Path, *, concurrency: int = 2, pool: str = "prefork",
-                 hostname: str | None = None, **env: str) -> Proc:
-    args = [sys.executable, "-m", "celery", "-A", "project", "worker", "-l", "info",
-            "--pool", pool, "--concurrency", str(concurrency),
-            "--without-gossip", "--without-mingle", "--without-heartbeat",
-            "-n", hostname or f"test-{time.time_ns()}@%h"]
+def start_worker(
+    log_dir: Path,
+    *,
+    concurrency: int = 2,
+    pool: str = "prefork",
+    hostname: str | None = None,
+    **env: str,
+) -> Proc:
+    args = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "project",
+        "worker",
+        "-l",
+        "info",
+        "--pool",
+        pool,
+        "--concurrency",
+        str(concurrency),
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "-n",
+        hostname or f"test-{time.time_ns()}@%h",
+    ]
     proc = _spawn("worker", args, log_dir, process_env(**env))
     proc.wait_for_log("ready.")
     return proc
 
 
 def start_beat(log_dir: Path, **env: str) -> Proc:
-    args = [sys.executable, "-m", "celery", "-A", "project", "beat", "-l", "info",
-            "--pidfile", str(log_dir / f"beat-{time.time_ns()}.pid")]
+    args = [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "project",
+        "beat",
+        "-l",
+        "info",
+        "--pidfile",
+        str(log_dir / f"beat-{time.time_ns()}.pid"),
+    ]
     proc = _spawn("beat", args, log_dir, process_env(**env))
     proc.wait_for_log("beat: Starting")
     return proc

@@ -5,4 +5,6 @@ import os
 import uuid
 
 os.environ.setdefault("TASKS_DEFAULT_QUEUE", f"test-{uuid.uuid4().hex[:10]}")
-os.environ.setdefault("TASKS_EXTRA_APPS", "tests.effects")  # test actions + effect rows (tests/effects)
+os.environ.setdefault(
+    "TASKS_EXTRA_APPS", "tests.effects"
+)  # test actions + effect rows (tests/effects)

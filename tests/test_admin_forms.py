@@ -22,14 +22,35 @@ def admin_client() -> Client:
 
 def form(**overrides: str) -> dict[str, str]:
     data = {
-        "id": "reminder-001", "name": "Reminder", "description": "", "action": "echo",
-        "payload": '{"message": "hi"}', "schedule_type": "none", "run_at_0": "", "run_at_1": "",
-        "interval_seconds": "", "cron": "", "timezone": "UTC", "delay_seconds": "",
-        "queue": "celery", "priority": "5", "max_retries": "0", "retry_backoff_seconds": "10",
-        "timeout_seconds": "", "expires_after_seconds": "", "jitter_seconds": "0",
-        "overlap_policy": "allow", "catchup": "skip", "catchup_window_seconds": "3600",
-        "start_at_0": "", "start_at_1": "", "end_at_0": "", "end_at_1": "", "max_runs": "",
-        "pause_after_failures": "", "alert_after_seconds": "",
+        "id": "reminder-001",
+        "name": "Reminder",
+        "description": "",
+        "action": "echo",
+        "payload": '{"message": "hi"}',
+        "schedule_type": "none",
+        "run_at_0": "",
+        "run_at_1": "",
+        "interval_seconds": "",
+        "cron": "",
+        "timezone": "UTC",
+        "delay_seconds": "",
+        "queue": "celery",
+        "priority": "5",
+        "max_retries": "0",
+        "retry_backoff_seconds": "10",
+        "timeout_seconds": "",
+        "expires_after_seconds": "",
+        "jitter_seconds": "0",
+        "overlap_policy": "allow",
+        "catchup": "skip",
+        "catchup_window_seconds": "3600",
+        "start_at_0": "",
+        "start_at_1": "",
+        "end_at_0": "",
+        "end_at_1": "",
+        "max_runs": "",
+        "pause_after_failures": "",
+        "alert_after_seconds": "",
     }
     data.update(overrides)
     return data
@@ -48,15 +69,19 @@ def field_errors(client: Client, **overrides: str) -> dict[str, list[str]]:
     [
         ({"action": "launch-rocket"}, "action", "unknown action 'launch-rocket'"),
         ({"schedule_type": "cron", "cron": "0 25 * * *"}, "cron", "hour: 25 is outside 0-23"),
-        ({"schedule_type": "cron", "cron": "0 9 * * *", "timezone": "Nowhere/City"}, "timezone",
-         "unknown time zone"),
+        (
+            {"schedule_type": "cron", "cron": "0 9 * * *", "timezone": "Nowhere/City"},
+            "timezone",
+            "unknown time zone",
+        ),
         ({"delay_seconds": "-5"}, "delay_seconds", "must not be negative"),
         ({"delay_seconds": str(400 * 86400)}, "delay_seconds", "at most 365 days"),
         ({"payload": '{"text": "no message"}'}, "payload", "'message' is a required property"),
     ],
 )
-def test_bad_input_is_shown_next_to_the_field(admin_client: Client, overrides: dict[str, str],
-                                               field: str, message: str) -> None:
+def test_bad_input_is_shown_next_to_the_field(
+    admin_client: Client, overrides: dict[str, str], field: str, message: str
+) -> None:
     errors = field_errors(admin_client, **overrides)
     assert any(message in m for m in errors.get(field, [])), errors
 
@@ -71,8 +96,9 @@ def test_saving_a_task_with_a_delay_schedules_one_run(admin_client: Client) -> N
 
 
 def test_cron_task_saved_from_the_admin_owns_its_beat_entry(admin_client: Client) -> None:
-    response = admin_client.post(ADD_URL, form(schedule_type="cron", cron="*/5 * * * *",
-                                                timezone="America/New_York"))
+    response = admin_client.post(
+        ADD_URL, form(schedule_type="cron", cron="*/5 * * * *", timezone="America/New_York")
+    )
     assert response.status_code == 302
     task = Task.objects.get(pk="reminder-001")
     assert task.next_run_at is not None and task.periodic_task is not None
@@ -98,9 +124,15 @@ def test_run_now_pause_and_resume_actions(admin_client: Client) -> None:
 
 def test_run_page_shows_output_and_error(admin_client: Client) -> None:
     admin_client.post(ADD_URL, form())
-    run = Run.objects.create(task_id="reminder-001", trigger="manual", status="failed",
-                             scheduled_for="2026-01-01T00:00:00Z", due_at="2026-01-01T00:00:00Z",
-                             output="partial <output>", error="ValueError: boom\nTraceback ...")
+    run = Run.objects.create(
+        task_id="reminder-001",
+        trigger="manual",
+        status="failed",
+        scheduled_for="2026-01-01T00:00:00Z",
+        due_at="2026-01-01T00:00:00Z",
+        output="partial <output>",
+        error="ValueError: boom\nTraceback ...",
+    )
     page = admin_client.get(f"/admin/tasks_app/run/{run.pk}/change/").content.decode()
     assert "partial &lt;output&gt;" in page and "ValueError: boom" in page
 

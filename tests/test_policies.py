@@ -11,7 +11,9 @@ LOOKAHEAD = timedelta(seconds=5)
 
 
 def plan(now: datetime, **policy: object):  # type: ignore[no-untyped-def]
-    return plan_fires(EVERY_10S, next_fire=T0, now=now, lookahead=LOOKAHEAD, policy=Policy(**policy))  # type: ignore[arg-type]
+    return plan_fires(
+        EVERY_10S, next_fire=T0, now=now, lookahead=LOOKAHEAD, policy=Policy(**policy)
+    )  # type: ignore[arg-type]
 
 
 def test_on_time_fire_is_recorded_ahead_and_the_next_one_planned() -> None:
@@ -66,7 +68,8 @@ def test_latest_after_long_downtime_of_a_daily_cron_replays_one() -> None:
     daily = CronSchedule.parse("0 6 * * *", "Europe/Berlin")
     first = daily.next_fire(T0 - timedelta(days=3))
     assert first is not None
-    result = plan_fires(daily, next_fire=first, now=T0, lookahead=LOOKAHEAD,
-                        policy=Policy(catchup="latest"))
+    result = plan_fires(
+        daily, next_fire=first, now=T0, lookahead=LOOKAHEAD, policy=Policy(catchup="latest")
+    )
     assert len(result.fires) == 1 and result.fires[0] < T0
     assert result.next_fire == daily.next_fire(T0)

@@ -67,9 +67,16 @@ def test_missing_local_time_fires_once_at_the_end_of_the_gap() -> None:
     schedule = CronSchedule.parse("30 2 * * *", "America/New_York")
     assert schedule.next_fire(utc(2026, 3, 8, 0)) == utc(2026, 3, 8, 7)
     every_quarter = CronSchedule.parse("*/15 * * * *", "America/New_York")
-    fires = scheduling.fires_between(every_quarter, utc(2026, 3, 8, 6, 30), utc(2026, 3, 8, 7, 30), limit=20)
+    fires = scheduling.fires_between(
+        every_quarter, utc(2026, 3, 8, 6, 30), utc(2026, 3, 8, 7, 30), limit=20
+    )
     # 01:45 EST, then the gap 02:00-02:59 collapses into one fire at 03:00 EDT.
-    assert fires == [utc(2026, 3, 8, 6, 45), utc(2026, 3, 8, 7), utc(2026, 3, 8, 7, 15), utc(2026, 3, 8, 7, 30)]
+    assert fires == [
+        utc(2026, 3, 8, 6, 45),
+        utc(2026, 3, 8, 7),
+        utc(2026, 3, 8, 7, 15),
+        utc(2026, 3, 8, 7, 30),
+    ]
 
 
 def test_repeated_local_time_fires_once_at_first_occurrence() -> None:
@@ -82,5 +89,9 @@ def test_interval_is_absolute_time() -> None:
     anchor = utc(2026, 3, 8, 6, 0)
     schedule = IntervalSchedule(seconds=3600, anchor=anchor)
     fires = scheduling.next_fires(schedule, anchor, 3)
-    assert [f - anchor for f in fires] == [timedelta(hours=1), timedelta(hours=2), timedelta(hours=3)]
+    assert [f - anchor for f in fires] == [
+        timedelta(hours=1),
+        timedelta(hours=2),
+        timedelta(hours=3),
+    ]
     assert schedule.next_fire(anchor + timedelta(minutes=90)) == anchor + timedelta(hours=2)

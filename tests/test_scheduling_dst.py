@@ -15,8 +15,14 @@ from hypothesis import strategies as st
 from tasks_app import scheduling
 from tasks_app.scheduling import CronSchedule
 
-ZONES = ["America/New_York", "Europe/Berlin", "Australia/Sydney", "Australia/Lord_Howe",
-         "America/Santiago", "Europe/London"]
+ZONES = [
+    "America/New_York",
+    "Europe/Berlin",
+    "Australia/Sydney",
+    "Australia/Lord_Howe",
+    "America/Santiago",
+    "Europe/London",
+]
 MINUTE = timedelta(minutes=1)
 
 
@@ -39,7 +45,11 @@ def reference_fires(cron: str, zone: ZoneInfo, start: datetime, end: datetime) -
     expr = scheduling.parse_cron(cron)
 
     def matches(wall: datetime) -> bool:
-        return wall.minute in expr.minutes and wall.hour in expr.hours and expr.matches_day(wall.date())
+        return (
+            wall.minute in expr.minutes
+            and wall.hour in expr.hours
+            and expr.matches_day(wall.date())
+        )
 
     fires = []
     previous_wall = (start).astimezone(zone).replace(tzinfo=None, fold=0)
@@ -66,10 +76,15 @@ fields = st.tuples(
 
 
 @settings(max_examples=40, deadline=None)
-@given(zone_name=st.sampled_from(ZONES), year=st.sampled_from([2026, 2027]),
-       which=st.integers(0, 1), cron_fields=fields)
-def test_cron_across_transitions_matches_the_reference(zone_name: str, year: int, which: int,
-                                                       cron_fields: tuple[str, str]) -> None:
+@given(
+    zone_name=st.sampled_from(ZONES),
+    year=st.sampled_from([2026, 2027]),
+    which=st.integers(0, 1),
+    cron_fields=fields,
+)
+def test_cron_across_transitions_matches_the_reference(
+    zone_name: str, year: int, which: int, cron_fields: tuple[str, str]
+) -> None:
     zone = ZoneInfo(zone_name)
     moments = transitions(zone, year)
     if not moments:
@@ -100,8 +115,9 @@ def test_cron_across_transitions_matches_the_reference(zone_name: str, year: int
         ("Europe/Berlin", "30 2 * * *", (2027, 10, 31), [(2027, 10, 31, 0, 30)]),
     ],
 )
-def test_transition_days(zone: str, cron: str, day: tuple[int, int, int],
-                         expected_utc: list[tuple[int, ...]]) -> None:
+def test_transition_days(
+    zone: str, cron: str, day: tuple[int, int, int], expected_utc: list[tuple[int, ...]]
+) -> None:
     start = datetime(*day, tzinfo=ZoneInfo(zone)).astimezone(UTC) - MINUTE
     end = start + timedelta(hours=24)
     fires = scheduling.fires_between(CronSchedule.parse(cron, zone), start, end, limit=10)

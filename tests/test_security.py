@@ -23,13 +23,25 @@ PRODUCTION = {
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     clean = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8", **env}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=clean,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_check_deploy_passes_with_the_production_environment() -> None:
-    done = manage("check", "--deploy", "--fail-level", "WARNING",
-                  DJANGO_SECRET_KEY=secrets.token_urlsafe(50), **PRODUCTION)
+    done = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        **PRODUCTION,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues" in done.stdout
 
@@ -37,12 +49,20 @@ def test_check_deploy_passes_with_the_production_environment() -> None:
 def test_check_deploy_catches_a_weakened_deployment() -> None:
     # The same check fails when HTTPS hardening is switched off or the key is weak, so the
     # passing test above is measuring something.
-    no_https = manage("check", "--deploy", "--fail-level", "WARNING", DJANGO_SECURE_SSL="0",
-                      DJANGO_SECRET_KEY=secrets.token_urlsafe(50), **PRODUCTION)
+    no_https = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DJANGO_SECURE_SSL="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        **PRODUCTION,
+    )
     assert no_https.returncode != 0
     assert "security.W008" in no_https.stderr and "security.W004" in no_https.stderr
-    weak_key = manage("check", "--deploy", "--fail-level", "WARNING",
-                      DJANGO_SECRET_KEY="short", **PRODUCTION)
+    weak_key = manage(
+        "check", "--deploy", "--fail-level", "WARNING", DJANGO_SECRET_KEY="short", **PRODUCTION
+    )
     assert weak_key.returncode != 0 and "security.W009" in weak_key.stderr
 
 
@@ -72,10 +92,12 @@ def shipped_python_files() -> list[Path]:
 def test_no_shell_anywhere_in_shipped_code() -> None:
     files = shipped_python_files()
     assert any(p.name == "program.py" for p in files)  # the scan sees the exec action
-    hits = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-            for path in files
-            for number, line in enumerate(path.read_text().splitlines(), 1)
-            if any(pattern.search(line) for pattern in SHELL_PATTERNS)]
+    hits = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if any(pattern.search(line) for pattern in SHELL_PATTERNS)
+    ]
     assert hits == []
 
 

@@ -27,7 +27,11 @@ SCHEMA: dict[str, JSON] = {
         "args": {
             "oneOf": [
                 {"type": "string", "maxLength": 10_000},
-                {"type": "array", "items": {"type": "string", "maxLength": 10_000}, "maxItems": 500},
+                {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 10_000},
+                    "maxItems": 500,
+                },
             ]
         },
     },

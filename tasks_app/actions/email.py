@@ -78,7 +78,9 @@ def send_email(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     try:
         sent = message.send(fail_silently=False)
     except smtplib.SMTPRecipientsRefused as exc:
-        raise ActionError(f"recipients refused: {', '.join(exc.recipients)}", retryable=False) from exc
+        raise ActionError(
+            f"recipients refused: {', '.join(exc.recipients)}", retryable=False
+        ) from exc
     except (smtplib.SMTPException, OSError) as exc:
         raise ActionError(f"sending failed: {type(exc).__name__}: {exc}") from exc
     return Outcome(output=f"sent to {', '.join(to)}", result={"to": to, "sent": sent})

@@ -103,7 +103,9 @@ def http_request(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
 
     redirects = 0
     while True:
-        response = _send(method, url, headers, body, timeout=timeout, deadline=deadline, limit=limit)
+        response = _send(
+            method, url, headers, body, timeout=timeout, deadline=deadline, limit=limit
+        )
         location = response.headers.get("location")
         if response.status not in REDIRECT_STATUSES or not location:
             break
@@ -146,8 +148,16 @@ class _Response:
     body: bytes
 
 
-def _send(method: str, url: str, headers: dict[str, str], body: bytes | None, *,
-          timeout: float, deadline: float, limit: int) -> _Response:
+def _send(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    *,
+    timeout: float,
+    deadline: float,
+    limit: int,
+) -> _Response:
     """One request/response, reading at most ``limit + 1`` bytes of the body."""
     scheme, host, port, path = _split_url(url)
     cls = _GuardedHTTPSConnection if scheme == "https" else _GuardedHTTPConnection
@@ -193,7 +203,9 @@ def _split_url(url: str) -> tuple[str, str, int, str]:
     if not parts.hostname:
         raise AddressRefused(f"refused {url!r}: the URL has no host")
     if parts.username or parts.password:
-        raise AddressRefused(f"refused {url!r}: credentials in the URL; send an Authorization header")
+        raise AddressRefused(
+            f"refused {url!r}: credentials in the URL; send an Authorization header"
+        )
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -264,8 +276,9 @@ def resolve_checked(host: str, port: int) -> list[tuple[int, tuple[object, ...]]
     return checked
 
 
-def _connect_checked(address: tuple[str, int], timeout: float | object = None,
-                     source_address: object = None) -> socket.socket:
+def _connect_checked(
+    address: tuple[str, int], timeout: float | object = None, source_address: object = None
+) -> socket.socket:
     """``socket.create_connection`` that only connects to checked addresses."""
     host, port = address
     last_error: OSError | None = None

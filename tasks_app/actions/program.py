@@ -115,8 +115,9 @@ def run_program(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     executable = resolve(argv[0])
     timeout = float(ctx.timeout_seconds or settings.TASKS_DEFAULT_TIMEOUT_SECONDS)
     own_timeout = max(timeout - TIMEOUT_MARGIN_SECONDS, min(timeout, 1.0))
-    finished = run_argv(executable, argv, timeout=own_timeout,
-                        limit=settings.TASKS_OUTPUT_LIMIT_BYTES)
+    finished = run_argv(
+        executable, argv, timeout=own_timeout, limit=settings.TASKS_OUTPUT_LIMIT_BYTES
+    )
     text = finished.output.decode("utf-8", errors="replace")
     if finished.timed_out:
         raise ActionError(

@@ -53,7 +53,9 @@ def flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     elif isinstance(detail, list | tuple):
         for index, item in enumerate(detail):
             if isinstance(item, Mapping | list | tuple):
-                for sub, messages in flatten(item, f"{prefix}.{index}" if prefix else str(index)).items():
+                for sub, messages in flatten(
+                    item, f"{prefix}.{index}" if prefix else str(index)
+                ).items():
                     out.setdefault(sub, []).extend(messages)
             else:
                 out.setdefault(prefix or NON_FIELD, []).append(str(item))
@@ -65,9 +67,13 @@ def flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
 def summary(detail: dict[str, list[str]]) -> str:
     """One sentence for the ``error`` key."""
     if len(detail) == 1:
-        (field, messages), = detail.items()
+        ((field, messages),) = detail.items()
         first = messages[0].rstrip(".") if messages else "invalid"
-        return f"Invalid input: {first}." if field == NON_FIELD else f"Invalid input: {field}: {first}."
+        return (
+            f"Invalid input: {first}."
+            if field == NON_FIELD
+            else f"Invalid input: {field}: {first}."
+        )
     return f"Invalid input in {len(detail)} fields: {', '.join(sorted(detail))}."
 
 

@@ -24,7 +24,9 @@ RANGES = {
 }
 
 
-def query_values(params: QueryDict | dict[str, Any], serializer: serializers.Serializer) -> dict[str, Any]:
+def query_values(
+    params: QueryDict | dict[str, Any], serializer: serializers.Serializer
+) -> dict[str, Any]:
     """Plain values for ``serializer``: lists for multiple-choice fields, strings otherwise."""
     out: dict[str, Any] = {}
     for name, field in serializer.fields.items():
@@ -39,7 +41,9 @@ def query_values(params: QueryDict | dict[str, Any], serializer: serializers.Ser
     return out
 
 
-def _validated(params: QueryDict | dict[str, Any], serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
+def _validated(
+    params: QueryDict | dict[str, Any], serializer_class: type[serializers.Serializer]
+) -> dict[str, Any]:
     serializer = serializer_class(data=query_values(params, serializer_class()))
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
@@ -70,7 +74,9 @@ def filter_tasks(qs: QuerySet[Task], params: QueryDict | dict[str, Any]) -> Quer
     return _ranges(qs, values).order_by("id")
 
 
-def filter_runs(qs: QuerySet[Run], params: QueryDict | dict[str, Any], *, dead: bool = False) -> QuerySet[Run]:
+def filter_runs(
+    qs: QuerySet[Run], params: QueryDict | dict[str, Any], *, dead: bool = False
+) -> QuerySet[Run]:
     """Runs, newest due first. ``dead``: only runs that ended without success for good
     (``failed`` after their last retry, or ``expired``)."""
     values = _validated(params, RunFilterSerializer)

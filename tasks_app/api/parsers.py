@@ -46,5 +46,7 @@ class LimitedJSONParser(JSONParser):
             stream = io.BytesIO(body)
         data = super().parse(stream, media_type, parser_context)
         if contains_nul(data):
-            raise ValidationError({"non_field_errors": ["JSON strings must not contain NUL (\\u0000) characters"]})
+            raise ValidationError(
+                {"non_field_errors": ["JSON strings must not contain NUL (\\u0000) characters"]}
+            )
         return data

@@ -68,12 +68,21 @@ class TaskCreateSerializer(TaskFieldsSerializer):
         required=False, help_text="One run after this many seconds (0 .. TASKS_MAX_DELAY)."
     )
     expires_in_seconds = serializers.FloatField(
-        required=False, help_text="The one run expires if it cannot start this long after its due time."
+        required=False,
+        help_text="The one run expires if it cannot start this long after its due time.",
     )
-    expires_at = AwareDateTimeField(required=False, help_text="The one run expires at this instant.")
+    expires_at = AwareDateTimeField(
+        required=False, help_text="The one run expires at this instant."
+    )
 
     class Meta(TaskFieldsSerializer.Meta):
-        fields: tuple[str, ...] = ("id", *TASK_FIELDS, "delay_seconds", "expires_in_seconds", "expires_at")
+        fields: tuple[str, ...] = (
+            "id",
+            *TASK_FIELDS,
+            "delay_seconds",
+            "expires_in_seconds",
+            "expires_at",
+        )
         extra_kwargs = {
             "id": {"required": False, "validators": [task_id_validator]},
             "action": {"required": True},
@@ -87,7 +96,11 @@ class TaskCreateSerializer(TaskFieldsSerializer):
             )
         if kind == ScheduleType.ONCE and "delay_seconds" in attrs:
             raise serializers.ValidationError(
-                {"delay_seconds": ["a 'once' task runs at its run_at; do not also give delay_seconds"]}
+                {
+                    "delay_seconds": [
+                        "a 'once' task runs at its run_at; do not also give delay_seconds"
+                    ]
+                }
             )
         return attrs
 
@@ -176,10 +189,16 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
         recurring = [k for k in self.RECURRING if k in attrs]
         if one_off and recurring:
             raise serializers.ValidationError(
-                {recurring[0]: ["give a one-off run (delay_seconds/run_at) or a recurring schedule, not both"]}
+                {
+                    recurring[0]: [
+                        "give a one-off run (delay_seconds/run_at) or a recurring schedule, not both"
+                    ]
+                }
             )
         if recurring and "schedule_type" not in attrs:
-            raise serializers.ValidationError({"schedule_type": ["is required for a recurring schedule"]})
+            raise serializers.ValidationError(
+                {"schedule_type": ["is required for a recurring schedule"]}
+            )
         if not recurring and "delay_seconds" not in attrs and "run_at" not in attrs:
             raise serializers.ValidationError(
                 {"delay_seconds": ["give delay_seconds or run_at (or a recurring schedule_type)"]}
@@ -238,7 +257,9 @@ class CheckSerializer(serializers.Serializer):
 
 class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["ok", "down"])
-    down = serializers.ListField(child=serializers.CharField(), help_text="Names of failing checks.")
+    down = serializers.ListField(
+        child=serializers.CharField(), help_text="Names of failing checks."
+    )
     error = serializers.CharField(required=False)
     database = CheckSerializer()
     broker = CheckSerializer()
@@ -254,8 +275,9 @@ class HealthSerializer(serializers.Serializer):
 
 
 class TaskFilterSerializer(serializers.Serializer):
-    status = serializers.MultipleChoiceField(choices=TaskStatus.choices, required=False,
-                                             help_text="Repeat for several.")
+    status = serializers.MultipleChoiceField(
+        choices=TaskStatus.choices, required=False, help_text="Repeat for several."
+    )
     action = serializers.CharField(required=False, max_length=100)
     schedule_type = serializers.MultipleChoiceField(choices=ScheduleType.choices, required=False)
     paused = serializers.BooleanField(required=False, allow_null=True, default=None)
@@ -267,8 +289,9 @@ class TaskFilterSerializer(serializers.Serializer):
 
 
 class RunFilterSerializer(serializers.Serializer):
-    status = serializers.MultipleChoiceField(choices=RunStatus.choices, required=False,
-                                             help_text="Repeat for several.")
+    status = serializers.MultipleChoiceField(
+        choices=RunStatus.choices, required=False, help_text="Repeat for several."
+    )
     trigger = serializers.MultipleChoiceField(choices=Trigger.choices, required=False)
     action = serializers.CharField(required=False, max_length=100)
     task = serializers.CharField(required=False, max_length=100)

@@ -13,10 +13,14 @@ urlpatterns: list[URLPattern] = [
     path("tasks", views.TaskListView.as_view(), name="api-tasks"),
     path("tasks/<str:task_id>", views.TaskDetailView.as_view(), name="api-task"),
     path("tasks/<str:task_id>/execute", views.TaskExecuteView.as_view(), name="api-task-execute"),
-    path("tasks/<str:task_id>/schedule", views.TaskScheduleView.as_view(), name="api-task-schedule"),
+    path(
+        "tasks/<str:task_id>/schedule", views.TaskScheduleView.as_view(), name="api-task-schedule"
+    ),
     path("tasks/<str:task_id>/pause", views.TaskPauseView.as_view(), name="api-task-pause"),
     path("tasks/<str:task_id>/resume", views.TaskResumeView.as_view(), name="api-task-resume"),
-    path("tasks/<str:task_id>/backfill", views.TaskBackfillView.as_view(), name="api-task-backfill"),
+    path(
+        "tasks/<str:task_id>/backfill", views.TaskBackfillView.as_view(), name="api-task-backfill"
+    ),
     path("tasks/<str:task_id>/preview", views.TaskPreviewView.as_view(), name="api-task-preview"),
     path("tasks/<str:task_id>/runs", views.TaskRunsView.as_view(), name="api-task-runs"),
     path("runs", views.RunListView.as_view(), name="api-runs"),

@@ -57,7 +57,10 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
         413: "The request body is over the size limit.",
         415: "The body is not JSON.",
     }
-    return {code: OpenApiResponse(ErrorSerializer, description=text[code]) for code in (*codes, 401, 403)}
+    return {
+        code: OpenApiResponse(ErrorSerializer, description=text[code])
+        for code in (*codes, 401, 403)
+    }
 
 
 BODY_ERRORS = (400, 413, 415)
@@ -72,7 +75,9 @@ class ApiView(APIView):
         # Postgres cannot compare against a NUL character: refuse it as bad input.
         for name, value in [*kwargs.items(), *request.query_params.items()]:
             if "\x00" in str(value) or "\x00" in str(name):
-                raise ValidationError({str(name).replace("\x00", ""): ["must not contain NUL characters"]})
+                raise ValidationError(
+                    {str(name).replace("\x00", ""): ["must not contain NUL characters"]}
+                )
 
     @property
     def by(self) -> str:
@@ -108,7 +113,12 @@ class HealthView(APIView):
     @extend_schema(
         auth=[],
         summary="Health of database, broker, cache, beat and workers",
-        responses={200: HealthSerializer, 503: OpenApiResponse(HealthSerializer, description="Something is down; 'down' names it.")},
+        responses={
+            200: HealthSerializer,
+            503: OpenApiResponse(
+                HealthSerializer, description="Something is down; 'down' names it."
+            ),
+        },
     )
     def get(self, request: Request) -> Response:
         checks = health.check_all()
@@ -118,14 +128,18 @@ class HealthView(APIView):
             body["error"] = f"Unhealthy: {', '.join(down)} down."
         body.update({name: check.as_dict() for name, check in checks.items()})
         body["alarms"] = selectors.tasks_in_alarm().count()
-        return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE if down else status.HTTP_200_OK)
+        return Response(
+            body, status=status.HTTP_503_SERVICE_UNAVAILABLE if down else status.HTTP_200_OK
+        )
 
 
 class ActionListView(ApiView):
     perm_model = Task
 
-    @extend_schema(summary="Registered actions and their payload schemas",
-                   responses={200: ActionSerializer(many=True), **errors()})
+    @extend_schema(
+        summary="Registered actions and their payload schemas",
+        responses={200: ActionSerializer(many=True), **errors()},
+    )
     def get(self, request: Request) -> Response:
         return self.page([action_data(a) for a in actions.all_actions()], ActionSerializer)
 
@@ -136,10 +150,15 @@ class ActionListView(ApiView):
 class TaskListView(ApiView):
     perm_model = Task
 
-    @extend_schema(summary="List tasks", parameters=[TaskFilterSerializer],
-                   responses={200: TaskOutputSerializer(many=True), **errors(400, 404)})
+    @extend_schema(
+        summary="List tasks",
+        parameters=[TaskFilterSerializer],
+        responses={200: TaskOutputSerializer(many=True), **errors(400, 404)},
+    )
     def get(self, request: Request) -> Response:
-        return self.page(filters.filter_tasks(Task.objects.all(), request.query_params), TaskOutputSerializer)
+        return self.page(
+            filters.filter_tasks(Task.objects.all(), request.query_params), TaskOutputSerializer
+        )
 
     @extend_schema(
         summary="Create a task (optionally with its schedule, or one run via delay_seconds/run_at)",
@@ -149,11 +168,17 @@ class TaskListView(ApiView):
     def post(self, request: Request) -> Response:
         data = self.body(TaskCreateSerializer)
         task_id = data.pop("id", None)
-        one_off = {k: data.pop(k) for k in ("delay_seconds", "expires_in_seconds", "expires_at") if k in data}
+        one_off = {
+            k: data.pop(k)
+            for k in ("delay_seconds", "expires_in_seconds", "expires_at")
+            if k in data
+        }
         if data.get("schedule_type", "none") == "none" and data.get("run_at") is not None:
             one_off["run_at"] = data.pop("run_at")
         task, run = services.task_create_with_run(id=task_id, by=self.by, fields=data, **one_off)
-        return Response(TaskCreatedSerializer(task, context={"run": run}).data, status=status.HTTP_201_CREATED)
+        return Response(
+            TaskCreatedSerializer(task, context={"run": run}).data, status=status.HTTP_201_CREATED
+        )
 
 
 class TaskDetailView(ApiView):
@@ -163,9 +188,11 @@ class TaskDetailView(ApiView):
     def get(self, request: Request, task_id: str) -> Response:
         return Response(TaskOutputSerializer(self.task(task_id)).data)
 
-    @extend_schema(summary="Replace a task's fields (omitted fields take their defaults)",
-                   request=TaskFieldsSerializer,
-                   responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)})
+    @extend_schema(
+        summary="Replace a task's fields (omitted fields take their defaults)",
+        request=TaskFieldsSerializer,
+        responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)},
+    )
     def put(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
         data = self.body(TaskFieldsSerializer)
@@ -174,16 +201,20 @@ class TaskDetailView(ApiView):
         task = services.task_update(task=task, data=full, by=self.by)
         return Response(TaskOutputSerializer(task).data)
 
-    @extend_schema(summary="Change some of a task's fields", request=TaskFieldsSerializer,
-                   responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)})
+    @extend_schema(
+        summary="Change some of a task's fields",
+        request=TaskFieldsSerializer,
+        responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)},
+    )
     def patch(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
         data = self.body(TaskFieldsSerializer, partial=True)
         task = services.task_update(task=task, data=data, by=self.by)
         return Response(TaskOutputSerializer(task).data)
 
-    @extend_schema(summary="Delete a task, its schedule and its runs",
-                   responses={204: None, **errors(404)})
+    @extend_schema(
+        summary="Delete a task, its schedule and its runs", responses={204: None, **errors(404)}
+    )
     def delete(self, request: Request, task_id: str) -> Response:
         services.task_delete(task=self.task(task_id), by=self.by)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -192,8 +223,11 @@ class TaskDetailView(ApiView):
 class TaskExecuteView(ApiView):
     required_perms = {"POST": ["view_task", "add_run"]}
 
-    @extend_schema(summary="Run the task now", request=None,
-                   responses={202: RunOutputSerializer, **errors(404)})
+    @extend_schema(
+        summary="Run the task now",
+        request=None,
+        responses={202: RunOutputSerializer, **errors(404)},
+    )
     def post(self, request: Request, task_id: str) -> Response:
         run = services.task_execute(task=self.task(task_id), trigger=Trigger.API)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
@@ -228,28 +262,41 @@ class TaskScheduleView(ApiView):
 class TaskPauseView(ApiView):
     required_perms = {"POST": ["view_task", "change_task"]}
 
-    @extend_schema(summary="Pause: no new fires; delayed runs wait", request=PauseSerializer,
-                   responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)})
+    @extend_schema(
+        summary="Pause: no new fires; delayed runs wait",
+        request=PauseSerializer,
+        responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)},
+    )
     def post(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
         data = self.body(PauseSerializer)
-        return Response(TaskOutputSerializer(services.task_pause(task=task, note=data["note"], by=self.by)).data)
+        return Response(
+            TaskOutputSerializer(services.task_pause(task=task, note=data["note"], by=self.by)).data
+        )
 
 
 class TaskResumeView(ApiView):
     required_perms = {"POST": ["view_task", "change_task"]}
 
-    @extend_schema(summary="Resume (fires missed while paused are not replayed)", request=None,
-                   responses={200: TaskOutputSerializer, **errors(404)})
+    @extend_schema(
+        summary="Resume (fires missed while paused are not replayed)",
+        request=None,
+        responses={200: TaskOutputSerializer, **errors(404)},
+    )
     def post(self, request: Request, task_id: str) -> Response:
-        return Response(TaskOutputSerializer(services.task_resume(task=self.task(task_id), by=self.by)).data)
+        return Response(
+            TaskOutputSerializer(services.task_resume(task=self.task(task_id), by=self.by)).data
+        )
 
 
 class TaskBackfillView(ApiView):
     required_perms = {"POST": ["view_task", "add_run"]}
 
-    @extend_schema(summary="One run for each fire in (start, end]", request=BackfillSerializer,
-                   responses={202: BackfillResultSerializer, **errors(*BODY_ERRORS, 404)})
+    @extend_schema(
+        summary="One run for each fire in (start, end]",
+        request=BackfillSerializer,
+        responses={202: BackfillResultSerializer, **errors(*BODY_ERRORS, 404)},
+    )
     def post(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
         data = self.body(BackfillSerializer)
@@ -261,29 +308,38 @@ class TaskBackfillView(ApiView):
 class TaskPreviewView(ApiView):
     required_perms = {"GET": ["view_task"]}
 
-    @extend_schema(summary="The next fire times of the task's schedule",
-                   parameters=[PreviewQuerySerializer],
-                   responses={200: PreviewSerializer, **errors(400, 404)})
+    @extend_schema(
+        summary="The next fire times of the task's schedule",
+        parameters=[PreviewQuerySerializer],
+        responses={200: PreviewSerializer, **errors(400, 404)},
+    )
     def get(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
         query = PreviewQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         fires = selectors.task_preview(task=task, count=query.validated_data["count"])
-        return Response({
-            "task": task.id,
-            "timezone": task.timezone,
-            "fires": [{"utc": f.utc, "local": f.local.isoformat()} for f in fires],
-        })
+        return Response(
+            {
+                "task": task.id,
+                "timezone": task.timezone,
+                "fires": [{"utc": f.utc, "local": f.local.isoformat()} for f in fires],
+            }
+        )
 
 
 class TaskRunsView(ApiView):
     required_perms = {"GET": ["view_task", "view_run"]}
 
-    @extend_schema(summary="The task's run history", parameters=[RunFilterSerializer],
-                   responses={200: RunOutputSerializer(many=True), **errors(400, 404)})
+    @extend_schema(
+        summary="The task's run history",
+        parameters=[RunFilterSerializer],
+        responses={200: RunOutputSerializer(many=True), **errors(400, 404)},
+    )
     def get(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
-        return self.page(filters.filter_runs(task.runs.all(), request.query_params), RunOutputSerializer)
+        return self.page(
+            filters.filter_runs(task.runs.all(), request.query_params), RunOutputSerializer
+        )
 
 
 # -- runs ----------------------------------------------------------------------------------
@@ -292,18 +348,25 @@ class TaskRunsView(ApiView):
 class RunListView(ApiView):
     perm_model = Run
 
-    @extend_schema(summary="List runs", parameters=[RunFilterSerializer],
-                   responses={200: RunOutputSerializer(many=True), **errors(400, 404)})
+    @extend_schema(
+        summary="List runs",
+        parameters=[RunFilterSerializer],
+        responses={200: RunOutputSerializer(many=True), **errors(400, 404)},
+    )
     def get(self, request: Request) -> Response:
-        return self.page(filters.filter_runs(Run.objects.all(), request.query_params), RunOutputSerializer)
+        return self.page(
+            filters.filter_runs(Run.objects.all(), request.query_params), RunOutputSerializer
+        )
 
 
 class DeadRunListView(ApiView):
     perm_model = Run
 
-    @extend_schema(summary="Dead runs: failed after their last retry, or expired",
-                   parameters=[RunFilterSerializer],
-                   responses={200: RunOutputSerializer(many=True), **errors(400, 404)})
+    @extend_schema(
+        summary="Dead runs: failed after their last retry, or expired",
+        parameters=[RunFilterSerializer],
+        responses={200: RunOutputSerializer(many=True), **errors(400, 404)},
+    )
     def get(self, request: Request) -> Response:
         qs = filters.filter_runs(Run.objects.all(), request.query_params, dead=True)
         return self.page(qs, RunOutputSerializer)
@@ -320,8 +383,11 @@ class RunDetailView(ApiView):
 class RunCancelView(ApiView):
     required_perms = {"POST": ["view_run", "change_run"]}
 
-    @extend_schema(summary="Cancel a pending or queued run", request=None,
-                   responses={200: RunOutputSerializer, **errors(404, 409)})
+    @extend_schema(
+        summary="Cancel a pending or queued run",
+        request=None,
+        responses={200: RunOutputSerializer, **errors(404, 409)},
+    )
     def post(self, request: Request, run_id: UUID) -> Response:
         return Response(RunOutputSerializer(services.run_cancel(run=self.run(run_id))).data)
 
@@ -329,8 +395,11 @@ class RunCancelView(ApiView):
 class RunRetryView(ApiView):
     required_perms = {"POST": ["view_run", "add_run"]}
 
-    @extend_schema(summary="A new attempt of a failed, expired or cancelled run", request=None,
-                   responses={202: RunOutputSerializer, **errors(404, 409)})
+    @extend_schema(
+        summary="A new attempt of a failed, expired or cancelled run",
+        request=None,
+        responses={202: RunOutputSerializer, **errors(404, 409)},
+    )
     def post(self, request: Request, run_id: UUID) -> Response:
         run = services.run_retry(run=self.run(run_id))
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)

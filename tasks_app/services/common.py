@@ -38,8 +38,12 @@ def plain(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else jsonable(value)
 
 
-def audit(task_id: str, event: str, *, by: str = "", changes: dict[str, Any] | None = None, note: str = "") -> None:
-    TaskAuditEntry.objects.create(task_id=task_id, event=event, by=by, changes=changes or {}, note=note)
+def audit(
+    task_id: str, event: str, *, by: str = "", changes: dict[str, Any] | None = None, note: str = ""
+) -> None:
+    TaskAuditEntry.objects.create(
+        task_id=task_id, event=event, by=by, changes=changes or {}, note=note
+    )
 
 
 def jsonable(value: Any) -> Any:

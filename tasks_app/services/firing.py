@@ -50,8 +50,9 @@ def plan_task_fires(task: Task, *, now: datetime, lookahead: timedelta) -> polic
     schedule = schedule_of(task, anchor=fire)
     if fire is None or schedule is None:
         return policies.Plan(fires=(), missed=0, next_fire=None, finished=True)
-    return policies.plan_fires(schedule, next_fire=fire, now=now, lookahead=lookahead,
-                               policy=policy_of(task))
+    return policies.plan_fires(
+        schedule, next_fire=fire, now=now, lookahead=lookahead, policy=policy_of(task)
+    )
 
 
 def policy_of(task: Task) -> policies.Policy:
@@ -72,9 +73,7 @@ def fire_due_at(task: Task, fire: datetime) -> datetime:
     return fire + policies.jitter_offset(task.id, fire, task.jitter_seconds)
 
 
-def schedule_fire_due(
-    *, now: datetime, lookahead: timedelta, batch: int = FIRE_BATCH
-) -> list[Run]:
+def schedule_fire_due(*, now: datetime, lookahead: timedelta, batch: int = FIRE_BATCH) -> list[Run]:
     """Record a run for every recurring fire due by ``now + lookahead``; advance each task.
 
     Per batch, in one transaction: lock due tasks (``SKIP LOCKED``: a second beat takes other
@@ -112,11 +111,20 @@ def _fire_batch(*, now: datetime, until: datetime, batch: int) -> tuple[list[Run
         for task in tasks:
             plan = plan_task_fires(task, now=now, lookahead=until - now)
             if plan.missed:
-                log.warning("task %s missed %d fire(s) before %s; not replayed (catch-up: %s)",
-                            task.id, plan.missed, now.isoformat(), task.catchup)
+                log.warning(
+                    "task %s missed %d fire(s) before %s; not replayed (catch-up: %s)",
+                    task.id,
+                    plan.missed,
+                    now.isoformat(),
+                    task.catchup,
+                )
             for fire in plan.fires:
-                run = new_run(task, trigger=Trigger.SCHEDULE, due_at=fire_due_at(task, fire),
-                              scheduled_for=fire)
+                run = new_run(
+                    task,
+                    trigger=Trigger.SCHEDULE,
+                    due_at=fire_due_at(task, fire),
+                    scheduled_for=fire,
+                )
                 if run.due_at <= release_by:
                     run.status, run.queued_at = RunStatus.QUEUED, now
                 runs.append(run)

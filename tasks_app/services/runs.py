@@ -13,6 +13,7 @@ import logging
 import random
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.backends.postgresql.psycopg_any import is_psycopg3
 from django.db.models import Case, CharField, F, Q, Value, When
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
@@ -38,6 +40,9 @@ from ..models import (
 )
 from .common import ConflictError, jsonable, next_run_at_expr
 
+if is_psycopg3:
+    import psycopg
+
 log = logging.getLogger(__name__)
 MAX_RETRY_DELAY_SECONDS = 3600
 # The database is unreachable (restart, failover, network): worth waiting for, not a failure.
@@ -52,7 +57,9 @@ def run_cancel(*, run: Run) -> Run:
     ).update(status=RunStatus.CANCELLED, finished_at=now)
     run.refresh_from_db()
     if not changed:
-        raise ConflictError(f"run {run.id} is {run.status}; only pending or queued runs can be cancelled")
+        raise ConflictError(
+            f"run {run.id} is {run.status}; only pending or queued runs can be cancelled"
+        )
     task_after_run(run.task_id, TaskStatus.CANCELLED)
     return run
 
@@ -66,7 +73,9 @@ def run_retry(*, run: Run) -> Run:
     (the second gets a :class:`ConflictError`).
     """
     if run.status not in (RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED):
-        raise ConflictError(f"run {run.id} is {run.status}; only failed, expired or cancelled runs can be retried")
+        raise ConflictError(
+            f"run {run.id} is {run.status}; only failed, expired or cancelled runs can be retried"
+        )
     first_id = run.first_attempt_id or run.id
     with transaction.atomic():
         list(Run.objects.select_for_update().filter(pk=first_id).values_list("pk", flat=True))
@@ -146,7 +155,22 @@ def timed_out_error(task: Task, detail: str = "") -> str:
 
 
 def run_claim(*, run_id: str, worker: str) -> Run | None:
-    """``queued → running`` (or ``queued → expired`` past the run's deadline)."""
+    """``queued → running`` (or ``queued → expired`` past the run's deadline).
+
+    On Postgres the common case (task not paused, overlap ``allow``, deadline not passed) is
+    one statement, :func:`_claim_fast`; when it claims nothing, the general path below decides
+    (not queued, expired, paused, another overlap policy) exactly as it always has.
+    """
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        fast = _claim_fast(run_id, worker=worker, now=now)
+        if fast is not None:
+            run_log(log, fast).info("run started on %s", worker)
+            return fast
+    return _claim_general(run_id, worker=worker)
+
+
+def _claim_general(run_id: str, *, worker: str) -> Run | None:
     run = Run.objects.select_related("task").filter(pk=run_id).first()
     if run is None or run.status != RunStatus.QUEUED:
         log.info("run %s is %s; message ignored", run_id, run.status if run else "gone")
@@ -171,7 +195,11 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
             return None
         late = lateness_ms(now, run.due_at)
         claimed = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
-            status=RunStatus.RUNNING, started_at=now, heartbeat_at=now, worker=worker, lateness_ms=late
+            status=RunStatus.RUNNING,
+            started_at=now,
+            heartbeat_at=now,
+            worker=worker,
+            lateness_ms=late,
         )
     if not claimed:
         log.info("run %s was claimed elsewhere; message ignored", run_id)
@@ -234,12 +262,37 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
     """``running → completed``; a no-op if the run's end was already recorded (for instance
     the sweep declared it lost while its worker was cut off from the database)."""
     text, truncated = cap_output(output)
-    with transaction.atomic():
-        if run_finish(run, RunStatus.COMPLETED, output=text, truncated=truncated, result=jsonable(result)):
-            task_after_run(run.task_id, TaskStatus.COMPLETED)
-            Task.objects.filter(pk=run.task_id, consecutive_failures__gt=0).update(consecutive_failures=0)
-            run_log(log, run).info("run completed")
+    fields = {"output": text, "truncated": truncated, "result": jsonable(result)}
+    if connection.vendor == "postgresql":
+        finished = _complete_fast(run, now=timezone.now(), **fields)
+    else:
+        with transaction.atomic():
+            finished = run_finish(run, RunStatus.COMPLETED, **fields)
+            if finished:
+                _task_after_success(run.task_id)
+    if finished:
+        run_log(log, run).info("run completed")
     return run
+
+
+def _task_after_success(task_id: str) -> None:
+    """:func:`task_after_run` with ``completed`` and the failure streak reset, in one update.
+
+    The streak is reset on a paused task too; its status and ``next_run_at`` are not touched.
+    """
+    Task.objects.filter(pk=task_id).update(
+        status=Case(
+            When(paused=True, then=F("status")),
+            When(
+                schedule_type__in=RECURRING,
+                next_run_at__isnull=False,
+                then=Value(TaskStatus.PENDING),
+            ),
+            default=Value(TaskStatus.COMPLETED),
+        ),
+        next_run_at=Case(When(paused=True, then=F("next_run_at")), default=next_run_at_expr()),
+        consecutive_failures=0,
+    )
 
 
 def run_fail(*, run: Run, error: str, retryable: bool = True) -> Run:
@@ -290,11 +343,17 @@ def _count_failure(task: Task, *, error: str) -> None:
     reason = error.splitlines()[0] if error else "failed"
     task_pause(
         task=current,
-        note=f"auto-paused after {current.consecutive_failures} consecutive failures; last: {reason}"[:1000],
+        note=f"auto-paused after {current.consecutive_failures} consecutive failures; last: {reason}"[
+            :1000
+        ],
         by="system",
     )
-    log.error("task %s auto-paused after %d consecutive failures", task.pk,
-              current.consecutive_failures, extra={"task_id": task.pk})
+    log.error(
+        "task %s auto-paused after %d consecutive failures",
+        task.pk,
+        current.consecutive_failures,
+        extra={"task_id": task.pk},
+    )
 
 
 def retry_delay(task: Task, *, attempt: int) -> timedelta:
@@ -441,7 +500,9 @@ def run_fail_stalled(*, now: datetime, batch: int = 500) -> list[Run]:
                 else f"worker lost: {worker} stopped renewing the run's lease {silent} s ago"
             )
         elif elapsed > limit + grace + stall:
-            error = timed_out_error(run.task, f"still running after {int(elapsed.total_seconds())} s")
+            error = timed_out_error(
+                run.task, f"still running after {int(elapsed.total_seconds())} s"
+            )
         else:
             continue
         log.warning("run %s stalled: %s", run.id, error)
@@ -457,7 +518,10 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     """
     cutoff = now - timedelta(seconds=settings.TASKS_REQUEUE_AFTER_SECONDS)
     return Run.objects.filter(
-        status=RunStatus.QUEUED, queued_at__lt=cutoff, due_at__lt=cutoff, task__queue__in=list(queues)
+        status=RunStatus.QUEUED,
+        queued_at__lt=cutoff,
+        due_at__lt=cutoff,
+        task__queue__in=list(queues),
     ).update(status=RunStatus.PENDING, queued_at=None)
 
 
@@ -479,14 +543,155 @@ def _persist(write: Callable[[], Run]) -> Run:
 
 def task_after_run(task_id: str, status: str) -> None:
     """Keep the task's status in step with its latest run; recurring tasks go back to
-    ``pending`` (they will fire again)."""
+    ``pending`` while they will fire again (a finished schedule — ``max_runs`` reached,
+    ``end_at`` passed — ends with its last run's status)."""
     Task.objects.filter(pk=task_id, paused=False).update(
         status=Case(
-            When(schedule_type__in=RECURRING, then=Value(TaskStatus.PENDING)),
+            When(
+                schedule_type__in=RECURRING,
+                next_run_at__isnull=False,
+                then=Value(TaskStatus.PENDING),
+            ),
             default=Value(status),
         ),
         next_run_at=next_run_at_expr(),
     )
+
+
+# --- Postgres fast path of the execution lifecycle ------------------------------------------
+# The same conditional transitions as the ORM code above, each as one statement (autocommit,
+# so atomic): a no-op run costs two round trips instead of ten queries. Values are computed
+# by Postgres from the same inputs the ORM path uses (``now`` is passed in).
+
+_RUN_FIELDS = Run._meta.concrete_fields
+_TASK_FIELDS = Task._meta.concrete_fields
+_RECURRING_SQL = ", ".join(f"'{kind}'" for kind in RECURRING)
+
+
+def _columns(alias: str, fields: Any) -> str:
+    return ", ".join(f'{alias}."{f.column}" AS "{alias}_{f.column}"' for f in fields)
+
+
+def _from_db(model: Any, fields: Any, values: Any) -> Any:
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        for convert in field.get_db_converters(connection):
+            value = convert(value, field, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+
+
+_CLAIM_SQL = f"""
+WITH claimed AS (
+    UPDATE tasks_app_run AS r
+       SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s, worker = %(worker)s,
+           lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
+      FROM tasks_app_task AS t
+     WHERE r.id = %(run_id)s AND r.status = 'queued' AND t.id = r.task_id
+       AND NOT t.paused AND t.overlap_policy = '{OverlapPolicy.ALLOW}'
+       AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
+ RETURNING {_columns("r", _RUN_FIELDS)}, {_columns("t", _TASK_FIELDS)},
+           CASE WHEN t.schedule_type IN ({_RECURRING_SQL}) THEN NULL
+                ELSE (SELECT min(w.due_at) FROM tasks_app_run AS w
+                       WHERE w.task_id = r.task_id AND w.status IN ('pending', 'queued')
+                         AND w.id <> r.id) END AS waiting_due_at
+), task_running AS (
+    UPDATE tasks_app_task AS t
+       SET status = 'running',
+           next_run_at = CASE WHEN t.schedule_type IN ({_RECURRING_SQL}) THEN t.next_run_at
+                              ELSE c.waiting_due_at END
+      FROM claimed AS c
+     WHERE t.id = c.r_task_id AND NOT t.paused
+       AND (t.status <> 'running' OR (t.schedule_type NOT IN ({_RECURRING_SQL})
+                                      AND t.next_run_at IS DISTINCT FROM c.waiting_due_at))
+)
+SELECT * FROM claimed
+"""  # noqa: S608 (only column names and constants are interpolated)
+
+
+def _fetch_one(sql: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """Execute one of the statements below as a prepared statement of this connection (psycopg
+    3 with server-side binding): Postgres plans it once per connection, not once per run.
+    Errors are Django's (``OperationalError`` when the database is away), as for the ORM."""
+    if not is_psycopg3:
+        with connection.cursor() as cur:
+            cur.execute(sql, params)
+            return cur.fetchone()  # type: ignore[no-any-return]
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cur:
+        cur.execute(sql, params, prepare=True)
+        return cur.fetchone()
+
+
+def _claim_fast(run_id: str, *, worker: str, now: datetime) -> Run | None:
+    """Claim a queued run of an unpaused ``allow`` task within its deadline, and mark the
+    task ``running``, in one statement. ``None`` if that claimed nothing (the general path
+    then decides why).
+
+    The task's ``next_run_at`` is computed as :func:`next_run_at_expr` does; the statement
+    sees the rows as they were before it, hence ``w.id <> r.id`` (this run is no longer
+    waiting). The task is written only if something changes.
+    """
+    try:
+        key = uuid.UUID(str(run_id))
+    except ValueError:  # not a run id: the general path says so
+        return None
+    row = _fetch_one(_CLAIM_SQL, {"run_id": key, "worker": worker, "now": now})
+    if row is None:
+        return None
+    n = len(_RUN_FIELDS)
+    run: Run = _from_db(Run, _RUN_FIELDS, row[:n])
+    run.task = _from_db(Task, _TASK_FIELDS, row[n : n + len(_TASK_FIELDS)])
+    return run
+
+
+_COMPLETE_SQL = f"""
+WITH finished AS (
+    UPDATE tasks_app_run
+       SET status = 'completed', finished_at = %(now)s, output = %(output)s,
+           truncated = %(truncated)s, result = %(result)s
+     WHERE id = %(run_id)s AND status = 'running'
+ RETURNING task_id
+), task_done AS (
+    UPDATE tasks_app_task AS t
+       SET status = CASE WHEN t.paused THEN t.status
+                         WHEN t.schedule_type IN ({_RECURRING_SQL}) AND t.next_run_at IS NOT NULL THEN 'pending'
+                         ELSE 'completed' END,
+           next_run_at = CASE WHEN t.paused OR t.schedule_type IN ({_RECURRING_SQL})
+                              THEN t.next_run_at
+                              ELSE (SELECT min(w.due_at) FROM tasks_app_run AS w
+                                     WHERE w.task_id = t.id
+                                       AND w.status IN ('pending', 'queued')) END,
+           consecutive_failures = 0
+      FROM finished AS f
+     WHERE t.id = f.task_id
+)
+SELECT count(*) FROM finished
+"""  # noqa: S608 (only constants are interpolated)
+
+
+def _complete_fast(run: Run, *, now: datetime, output: str, truncated: bool, result: Any) -> bool:
+    """:func:`run_finish` ``completed`` plus :func:`_task_after_success`, as one statement."""
+    params = {
+        "run_id": run.pk,
+        "now": now,
+        "output": output,
+        "truncated": truncated,
+        "result": Run._meta.get_field("result").get_db_prep_save(result, connection),
+    }
+    row = _fetch_one(_COMPLETE_SQL, params)
+    if not row or not row[0]:
+        log.warning(
+            "run %s was no longer running; its %s outcome is not recorded",
+            run.pk,
+            RunStatus.COMPLETED,
+        )
+        run.refresh_from_db()
+        return False
+    run.status, run.finished_at = RunStatus.COMPLETED, now
+    run.output, run.truncated, run.result = output, truncated, result
+    return True
 
 
 def _deadline(run: Run) -> datetime | None:

@@ -137,7 +137,9 @@ def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
         task.paused_at = timezone.now()
         task.paused_by = by
         task.status = TaskStatus.PAUSED
-        task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "status", "updated_at"])
+        task.save(
+            update_fields=["paused", "pause_note", "paused_at", "paused_by", "status", "updated_at"]
+        )
         # Fires already recorded ahead of their instant will not run: pausing stops fires.
         task.runs.filter(
             trigger=Trigger.SCHEDULE, status__in=[RunStatus.PENDING, RunStatus.QUEUED]
@@ -158,8 +160,17 @@ def task_resume(*, task: Task, by: str = "") -> Task:
         task.paused_by = ""
         task.consecutive_failures = 0
         task.status = _idle_status(task)
-        task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "status",
-                                 "consecutive_failures", "updated_at"])
+        task.save(
+            update_fields=[
+                "paused",
+                "pause_note",
+                "paused_at",
+                "paused_by",
+                "status",
+                "consecutive_failures",
+                "updated_at",
+            ]
+        )
         _sync_schedule(task, now=now, replan=False)
         audit(task.id, "resumed", by=by)
     transaction.on_commit(dispatch.release_due_runs)
@@ -187,22 +198,34 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
         # Align on the schedule's own grid, however far back ``start`` lies.
         step = timedelta(seconds=schedule.seconds)
         back = (anchor - start) // step + 1 if start < anchor else 0
-        schedule = scheduling.IntervalSchedule(seconds=schedule.seconds, anchor=anchor - back * step)
+        schedule = scheduling.IntervalSchedule(
+            seconds=schedule.seconds, anchor=anchor - back * step
+        )
     fires = scheduling.fires_between(schedule, start, end, limit=limit + 1)
     if len(fires) > limit:
         raise ValidationError(
-            {"end": [f"the range holds more than {limit} fires (TASKS_BACKFILL_MAX_RUNS); narrow it"]}
+            {
+                "end": [
+                    f"the range holds more than {limit} fires (TASKS_BACKFILL_MAX_RUNS); narrow it"
+                ]
+            }
         )
     now = timezone.now()
     runs = [new_run(task, trigger=Trigger.BACKFILL, due_at=now, scheduled_for=f) for f in fires]
     with transaction.atomic():
         existing = set(
-            Run.objects.filter(task=task, scheduled_for__in=fires, trigger__in=[Trigger.SCHEDULE, Trigger.BACKFILL])
-            .values_list("scheduled_for", flat=True)
+            Run.objects.filter(
+                task=task, scheduled_for__in=fires, trigger__in=[Trigger.SCHEDULE, Trigger.BACKFILL]
+            ).values_list("scheduled_for", flat=True)
         )
         runs = [r for r in runs if r.scheduled_for not in existing]
         Run.objects.bulk_create(runs)
-        audit(task.id, "backfilled", by=by, note=f"{len(runs)} runs for {start.isoformat()} .. {end.isoformat()}")
+        audit(
+            task.id,
+            "backfilled",
+            by=by,
+            note=f"{len(runs)} runs for {start.isoformat()} .. {end.isoformat()}",
+        )
         ids = [r.id for r in runs]
         transaction.on_commit(lambda: dispatch.publish_runs(ids))
     return runs

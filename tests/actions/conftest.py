@@ -49,7 +49,9 @@ class Listener:
     def url(self, path: str = "/hook") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    def reply(self, status: int, body: bytes | str = b"", headers: dict[str, str] | None = None) -> None:
+    def reply(
+        self, status: int, body: bytes | str = b"", headers: dict[str, str] | None = None
+    ) -> None:
         data = body.encode() if isinstance(body, str) else body
         self.replies.append((status, headers or {}, data))
 
@@ -90,7 +92,9 @@ def listener() -> Iterator[Listener]:
 
     server = Server(("127.0.0.1", 0), Handler)
     state["listener"] = Listener(server=server)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     yield state["listener"]
     server.shutdown()

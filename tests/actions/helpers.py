@@ -12,13 +12,21 @@ from tasks_app.models import Run, RunStatus
 
 def context(timeout_seconds: int | None = None) -> actions.RunContext:
     now = timezone.now()
-    return actions.RunContext(run_id=str(uuid.uuid4()), task_id="t", attempt=1,
-                              scheduled_for=now, due_at=now, timeout_seconds=timeout_seconds)
+    return actions.RunContext(
+        run_id=str(uuid.uuid4()),
+        task_id="t",
+        attempt=1,
+        scheduled_for=now,
+        due_at=now,
+        timeout_seconds=timeout_seconds,
+    )
 
 
 def finished(run: Run) -> Run | None:
     run.refresh_from_db()
-    return run if run.status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING) else None
+    return (
+        run if run.status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING) else None
+    )
 
 
 def execute_in_process(run: Run) -> Run:

@@ -33,7 +33,8 @@ def test_command_not_on_the_allow_list_is_refused_when_saved() -> None:
 @pytest.mark.django_db
 def test_unbalanced_quotes_are_refused_when_saved() -> None:
     assert "cannot be split into arguments" in refused_payload(
-        {"command": "check", "args": "--tag 'models"})
+        {"command": "check", "args": "--tag 'models"}
+    )
 
 
 def test_allow_list_is_checked_again_at_run_time(settings: object) -> None:
@@ -46,7 +47,10 @@ def test_allow_list_is_checked_again_at_run_time(settings: object) -> None:
 def test_settings_and_pythonpath_options_cannot_load_other_code(tmp_path: object) -> None:
     # In-process, --settings/--pythonpath are parsed but never applied: no import happens.
     outcome = run_command(
-        {"command": "check", "args": ["--settings", "evil_settings", "--pythonpath", str(tmp_path)]},
+        {
+            "command": "check",
+            "args": ["--settings", "evil_settings", "--pythonpath", str(tmp_path)],
+        },
         context(),
     )
     assert isinstance(outcome, actions.Outcome)
@@ -63,8 +67,11 @@ def test_bad_arguments_fail_without_retry() -> None:
 def test_one_mebibyte_of_output_is_stored_as_64_kib_truncated(settings: object) -> None:
     settings.INSTALLED_APPS = [*settings.INSTALLED_APPS, TEST_APP]  # type: ignore[attr-defined]
     settings.TASKS_COMMAND_ALLOWLIST = ["print_bytes"]  # type: ignore[attr-defined]
-    task = services.task_create(id="big-output", action="command",
-                                payload={"command": "print_bytes", "args": "--bytes 1048576"})
+    task = services.task_create(
+        id="big-output",
+        action="command",
+        payload={"command": "print_bytes", "args": "--bytes 1048576"},
+    )
     run = execute_in_process(services.task_execute(task=task))
     assert run.status == RunStatus.COMPLETED
     assert len(run.output.encode()) == 64 * 1024
@@ -77,11 +84,18 @@ def test_one_mebibyte_of_output_is_stored_as_64_kib_truncated(settings: object) 
 def test_allowed_command_runs_with_its_arguments_through_the_worker(
     actions_worker: object, actions_queue: str
 ) -> None:
-    task = services.task_create(id="migrations", action="command", queue=actions_queue,
-                                payload={"command": "showmigrations", "args": "tasks_app --list"})
-    as_list = services.task_create(id="migrations-list", action="command", queue=actions_queue,
-                                   payload={"command": "showmigrations",
-                                            "args": ["django_celery_beat"]})
+    task = services.task_create(
+        id="migrations",
+        action="command",
+        queue=actions_queue,
+        payload={"command": "showmigrations", "args": "tasks_app --list"},
+    )
+    as_list = services.task_create(
+        id="migrations-list",
+        action="command",
+        queue=actions_queue,
+        payload={"command": "showmigrations", "args": ["django_celery_beat"]},
+    )
     runs = [services.task_execute(task=task), services.task_execute(task=as_list)]
     for run in runs:
         wait_until(lambda run=run: finished(run), timeout=30, message="the command run")
@@ -92,5 +106,8 @@ def test_allowed_command_runs_with_its_arguments_through_the_worker(
     assert first.output.startswith("tasks_app\n") and "[X] 0001_initial" in first.output
     assert "django_celery_beat" not in first.output
     assert second.output.startswith("django_celery_beat\n") and "tasks_app" not in second.output
-    assert first.result == {"command": "showmigrations", "args": ["tasks_app", "--list"],
-                            "output_bytes": len(first.output.encode())}
+    assert first.result == {
+        "command": "showmigrations",
+        "args": ["tasks_app", "--list"],
+        "output_bytes": len(first.output.encode()),
+    }

@@ -17,9 +17,13 @@ def test_email_is_sent_through_the_configured_backend(settings: object) -> None:
     # pytest-django switches EMAIL_BACKEND to the in-memory backend (mail.outbox).
     settings.DEFAULT_FROM_EMAIL = "scheduler@example.com"  # type: ignore[attr-defined]
     task = services.task_create(
-        id="send-reminder", action="email",
-        payload={"to": ["ana@example.com", "bo@example.org"], "subject": "Reminder",
-                 "body": "Your report is due."},
+        id="send-reminder",
+        action="email",
+        payload={
+            "to": ["ana@example.com", "bo@example.org"],
+            "subject": "Reminder",
+            "body": "Your report is due.",
+        },
     )
     run = execute_in_process(services.task_execute(task=task))
     assert run.status == RunStatus.COMPLETED
@@ -32,8 +36,9 @@ def test_email_is_sent_through_the_configured_backend(settings: object) -> None:
 
 
 def test_a_single_address_may_be_a_string() -> None:
-    task = services.task_create(action="email",
-                                payload={"to": "ana@example.com", "subject": "Hi", "body": "."})
+    task = services.task_create(
+        action="email", payload={"to": "ana@example.com", "subject": "Hi", "body": "."}
+    )
     execute_in_process(services.task_execute(task=task))
     assert mail.outbox[0].to == ["ana@example.com"]
 
@@ -49,7 +54,9 @@ def test_a_single_address_may_be_a_string() -> None:
         ({"to": "a@example.com", "body": "b"}, "'subject' is a required property"),
     ],
 )
-def test_bad_addresses_and_headers_are_refused_when_saved(payload: dict[str, object], text: str) -> None:
+def test_bad_addresses_and_headers_are_refused_when_saved(
+    payload: dict[str, object], text: str
+) -> None:
     with pytest.raises(ValidationError) as info:
         services.task_create(action="email", payload=payload)
     assert text in " ".join(info.value.message_dict["payload"])

@@ -18,8 +18,15 @@ from tests.actions.conftest import WORKER_EXEC_ALLOWLIST
 from tests.actions.helpers import context, finished
 from tests.processes import ROOT, wait_until
 
-HOSTILE = ["; touch {canary}", "$(touch {canary})", "`touch {canary}`",
-           "x\ntouch {canary}", "&& touch {canary} #", "| tee {canary}", "*"]
+HOSTILE = [
+    "; touch {canary}",
+    "$(touch {canary})",
+    "`touch {canary}`",
+    "x\ntouch {canary}",
+    "&& touch {canary} #",
+    "| tee {canary}",
+    "*",
+]
 
 
 def alive(pid: int) -> bool:
@@ -61,10 +68,14 @@ def test_the_shipped_default_allow_list_is_empty(tmp_path: Path) -> None:
         "except actions.PayloadError as exc:\n"
         "    print(exc)\n"
     )
-    env = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "project.settings",
-           "TASKS_VAR_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)
+    env = {
+        "PATH": os.environ["PATH"],
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "TASKS_VAR_DIR": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "[]"
     assert "the exec action is disabled" in done.stdout
@@ -113,8 +124,10 @@ def test_timeout_kills_the_program_and_its_child(settings: object, tmp_path: Pat
     pids_file = tmp_path / "pids"
     started = time.monotonic()
     with pytest.raises(actions.ActionError) as info:
-        run_program({"argv": [sys.executable, "-c", SIGTERM_IGNORING_FORKER, str(pids_file)]},
-                    context(timeout_seconds=3))
+        run_program(
+            {"argv": [sys.executable, "-c", SIGTERM_IGNORING_FORKER, str(pids_file)]},
+            context(timeout_seconds=3),
+        )
     elapsed = time.monotonic() - started
     assert "timed out after 2.5 s; its process group was killed" in str(info.value)
     assert "started" in str(info.value)  # the output so far is kept for diagnosis
@@ -137,13 +150,17 @@ def test_resource_limits_apply(settings: object) -> None:
     settings.TASKS_EXEC_ALLOWLIST = [sys.executable]  # type: ignore[attr-defined]
     settings.TASKS_EXEC_MEMORY_BYTES = 256 * 1024**2  # type: ignore[attr-defined]
     settings.TASKS_EXEC_FILE_SIZE_BYTES = 1024 * 1024  # type: ignore[attr-defined]
-    code = ("import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0],"
-            " resource.getrlimit(resource.RLIMIT_FSIZE)[0], resource.getrlimit(resource.RLIMIT_CPU)[0])")
+    code = (
+        "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0],"
+        " resource.getrlimit(resource.RLIMIT_FSIZE)[0], resource.getrlimit(resource.RLIMIT_CPU)[0])"
+    )
     outcome = run_program({"argv": [sys.executable, "-c", code]}, context(timeout_seconds=7))
     assert outcome.output.split() == [str(256 * 1024**2), str(1024**2), "7"]  # type: ignore[union-attr]
     with pytest.raises(actions.ActionError, match="(?s)exited with status 1.*MemoryError"):
-        run_program({"argv": [sys.executable, "-c", "x = bytearray(512 * 1024 * 1024)"]},
-                    context(timeout_seconds=10))
+        run_program(
+            {"argv": [sys.executable, "-c", "x = bytearray(512 * 1024 * 1024)"]},
+            context(timeout_seconds=10),
+        )
 
 
 def test_output_is_capped(settings: object) -> None:
@@ -164,12 +181,22 @@ def test_worker_secrets_never_reach_a_runs_output_or_error(
     """The worker has PAYMENTS_API_TOKEN, DATABASE_URL and DJANGO_SECRET_KEY in its
     environment; a program that dumps its environment, or asks for one by name, sees none."""
     settings.TASKS_EXEC_ALLOWLIST = WORKER_EXEC_ALLOWLIST  # type: ignore[attr-defined]  # as the web
-    dump = services.task_create(id="dump-env", action="exec", queue=actions_queue,
-                                payload={"argv": ["env"]})
-    ask = services.task_create(id="ask-env", action="exec", queue=actions_queue, max_retries=0,
-                               payload={"argv": ["printenv", "PAYMENTS_API_TOKEN"]})
-    literal = services.task_create(id="literal", action="exec", queue=actions_queue,
-                                   payload={"argv": ["echo", "$PAYMENTS_API_TOKEN", "$(env)"]})
+    dump = services.task_create(
+        id="dump-env", action="exec", queue=actions_queue, payload={"argv": ["env"]}
+    )
+    ask = services.task_create(
+        id="ask-env",
+        action="exec",
+        queue=actions_queue,
+        max_retries=0,
+        payload={"argv": ["printenv", "PAYMENTS_API_TOKEN"]},
+    )
+    literal = services.task_create(
+        id="literal",
+        action="exec",
+        queue=actions_queue,
+        payload={"argv": ["echo", "$PAYMENTS_API_TOKEN", "$(env)"]},
+    )
     runs = [services.task_execute(task=t) for t in (dump, ask, literal)]
     for run in runs:
         wait_until(lambda run=run: finished(run), timeout=30, message="the exec run")

@@ -50,8 +50,11 @@ def test_webhook_delivers_json_body_and_headers(listener: Listener, loopback_all
     listener.reply(200, '{"accepted": true}', {"Content-Type": "application/json"})
     ctx = context()
     outcome = http_request(
-        {"url": listener.url("/hooks/orders?x=1"), "json": {"order": 42, "items": ["a", "b"]},
-         "headers": {"X-Signature": "abc123"}},
+        {
+            "url": listener.url("/hooks/orders?x=1"),
+            "json": {"order": 42, "items": ["a", "b"]},
+            "headers": {"X-Signature": "abc123"},
+        },
         ctx,
     )
     assert isinstance(outcome, actions.Outcome)
@@ -67,7 +70,9 @@ def test_webhook_delivers_json_body_and_headers(listener: Listener, loopback_all
     assert request.headers["X-Task-Run-Id"] == ctx.run_id  # receivers can deduplicate
 
 
-def test_only_the_first_64_kib_of_the_body_is_kept(listener: Listener, loopback_allowed: None) -> None:
+def test_only_the_first_64_kib_of_the_body_is_kept(
+    listener: Listener, loopback_allowed: None
+) -> None:
     listener.reply(200, b"y" * (1024 * 1024))
     outcome = http_request({"url": listener.url(), "method": "GET"}, context())
     assert isinstance(outcome, actions.Outcome)
@@ -139,8 +144,10 @@ def test_private_destinations_are_refused_before_connecting(
     assert listener.connections == 0 and listener.requests == []
 
 
-@pytest.mark.parametrize("target", ["http://169.254.169.254/latest/meta-data/",
-                                    "http://10.0.0.1/admin", "http://[::1]:{port}/"])
+@pytest.mark.parametrize(
+    "target",
+    ["http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/admin", "http://[::1]:{port}/"],
+)
 def test_redirect_to_a_private_address_is_refused(
     target: str, listener: Listener, loopback_allowed: None, connects: list[object]
 ) -> None:
@@ -152,8 +159,9 @@ def test_redirect_to_a_private_address_is_refused(
     assert connects == [("127.0.0.1", listener.port)]
 
 
-def test_name_resolving_to_any_refused_address_is_refused(nothing_allowed: None,
-                                                          connects: list[object]) -> None:
+def test_name_resolving_to_any_refused_address_is_refused(
+    nothing_allowed: None, connects: list[object]
+) -> None:
     # "localhost" may resolve to both ::1 and 127.0.0.1; each answer is checked at connect
     # time, from the same lookup that is used to connect (so a rebinding DNS server gains
     # nothing by answering differently the second time).
@@ -196,13 +204,19 @@ def test_5xx_is_retried_then_succeeds_through_the_worker(
     listener.reply(503, "try later")
     listener.reply(200, "delivered")
     task = services.task_create(
-        id="webhook-retry", action="http", queue=actions_queue, max_retries=1,
+        id="webhook-retry",
+        action="http",
+        queue=actions_queue,
+        max_retries=1,
         retry_backoff_seconds=1,
         payload={"url": listener.url(), "json": {"event": "paid"}, "headers": {"X-Key": "k1"}},
     )
     first = services.task_execute(task=task)
-    wait_until(lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).exists(),
-               timeout=30, message="the retry to complete")
+    wait_until(
+        lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).exists(),
+        timeout=30,
+        message="the retry to complete",
+    )
     first.refresh_from_db()
     assert first.status == RunStatus.RETRYING and "503" in first.error
     second = Run.objects.get(task=task, attempt=2)
@@ -210,7 +224,10 @@ def test_5xx_is_retried_then_succeeds_through_the_worker(
     assert second.output == "delivered" and second.result["status"] == 200
     assert [json.loads(r.body) for r in listener.requests] == [{"event": "paid"}] * 2
     assert all(r.headers["X-Key"] == "k1" for r in listener.requests)
-    assert [r.headers["X-Task-Run-Id"] for r in listener.requests] == [str(first.id), str(second.id)]
+    assert [r.headers["X-Task-Run-Id"] for r in listener.requests] == [
+        str(first.id),
+        str(second.id),
+    ]
 
 
 @pytest.mark.e2e
@@ -219,9 +236,14 @@ def test_4xx_fails_without_retry_through_the_worker(
     listener: Listener, actions_worker: object, actions_queue: str
 ) -> None:
     listener.reply(410, "hook removed")
-    task = services.task_create(id="webhook-gone", action="http", queue=actions_queue,
-                                max_retries=3, retry_backoff_seconds=1,
-                                payload={"url": listener.url()})
+    task = services.task_create(
+        id="webhook-gone",
+        action="http",
+        queue=actions_queue,
+        max_retries=3,
+        retry_backoff_seconds=1,
+        payload={"url": listener.url()},
+    )
     run = services.task_execute(task=task)
     wait_until(lambda: finished(run), timeout=30, message="the run to fail")
     assert run.status == RunStatus.FAILED

@@ -15,7 +15,9 @@ def user_with(username: str, *codenames: str) -> User:
     return user
 
 
-ALL_PERMS = [f"{verb}_{model}" for verb in ("view", "add", "change", "delete") for model in ("task", "run")]
+ALL_PERMS = [
+    f"{verb}_{model}" for verb in ("view", "add", "change", "delete") for model in ("task", "run")
+]
 
 
 @pytest.fixture(autouse=True)

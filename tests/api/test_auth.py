@@ -46,8 +46,12 @@ def test_the_urlconf_enumeration_sees_the_api() -> None:
 
 
 METHODS = ["get", "post", "put", "patch", "delete"]
-CASES = [(m, p) for p in api_paths() if p not in PUBLIC
-         for m in (METHODS if p.startswith("/api/") else ["get"])]
+CASES = [
+    (m, p)
+    for p in api_paths()
+    if p not in PUBLIC
+    for m in (METHODS if p.startswith("/api/") else ["get"])
+]
 
 
 @pytest.mark.parametrize(("method", "path"), CASES)
@@ -93,7 +97,11 @@ def test_readonly_operator_can_look_but_not_change(readonly_api: APIClient) -> N
         ("post", "/api/tasks/looked-at/schedule", {"delay_seconds": 60}),
         ("post", "/api/tasks/looked-at/pause", {"note": "x"}),
         ("post", "/api/tasks/looked-at/resume", None),
-        ("post", "/api/tasks/looked-at/backfill", {"start": "2025-01-01T00:00:00Z", "end": "2025-01-02T00:00:00Z"}),
+        (
+            "post",
+            "/api/tasks/looked-at/backfill",
+            {"start": "2025-01-01T00:00:00Z", "end": "2025-01-02T00:00:00Z"},
+        ),
         ("post", f"/api/runs/{run.id}/cancel", None),
         ("post", f"/api/runs/{run.id}/retry", None),
     ]

@@ -36,27 +36,80 @@ def soon(seconds: float) -> str:
 
 CREATE_CASES = {
     "unknown action": ({"id": "t", "action": "no-such-action"}, "action", "unknown action"),
-    "payload not matching schema": ({"id": "t", "action": "echo", "payload": {"message": 5}}, "payload", "does not fit"),
-    "payload missing required key": ({"id": "t", "action": "echo", "payload": {}}, "payload", "'message' is a required property"),
-    "malformed cron": ({"id": "t", "action": "noop", "schedule_type": "cron", "cron": "61 * * *"}, "cron", "invalid cron"),
-    "unknown time zone": ({"id": "t", "action": "noop", "schedule_type": "cron", "cron": "0 9 * * *", "timezone": "Mars/Olympus"}, "timezone", "Mars/Olympus"),
-    "negative delay": ({"id": "t", "action": "noop", "delay_seconds": -5}, "delay_seconds", "must not be negative"),
-    "delay beyond the maximum": ({"id": "t", "action": "noop", "delay_seconds": settings.TASKS_MAX_DELAY_SECONDS + 1}, "delay_seconds", "at most"),
-    "run_at in the past beyond grace": ({"id": "t", "action": "noop", "run_at": "PAST"}, "run_at", "in the past"),
-    "both delay_seconds and run_at": ({"id": "t", "action": "noop", "delay_seconds": 10, "run_at": "FUTURE"}, "delay_seconds", "not both"),
-    "naive run_at": ({"id": "t", "action": "noop", "run_at": "2030-01-01T09:00:00"}, "run_at", "offset"),
+    "payload not matching schema": (
+        {"id": "t", "action": "echo", "payload": {"message": 5}},
+        "payload",
+        "does not fit",
+    ),
+    "payload missing required key": (
+        {"id": "t", "action": "echo", "payload": {}},
+        "payload",
+        "'message' is a required property",
+    ),
+    "malformed cron": (
+        {"id": "t", "action": "noop", "schedule_type": "cron", "cron": "61 * * *"},
+        "cron",
+        "invalid cron",
+    ),
+    "unknown time zone": (
+        {
+            "id": "t",
+            "action": "noop",
+            "schedule_type": "cron",
+            "cron": "0 9 * * *",
+            "timezone": "Mars/Olympus",
+        },
+        "timezone",
+        "Mars/Olympus",
+    ),
+    "negative delay": (
+        {"id": "t", "action": "noop", "delay_seconds": -5},
+        "delay_seconds",
+        "must not be negative",
+    ),
+    "delay beyond the maximum": (
+        {"id": "t", "action": "noop", "delay_seconds": settings.TASKS_MAX_DELAY_SECONDS + 1},
+        "delay_seconds",
+        "at most",
+    ),
+    "run_at in the past beyond grace": (
+        {"id": "t", "action": "noop", "run_at": "PAST"},
+        "run_at",
+        "in the past",
+    ),
+    "both delay_seconds and run_at": (
+        {"id": "t", "action": "noop", "delay_seconds": 10, "run_at": "FUTURE"},
+        "delay_seconds",
+        "not both",
+    ),
+    "naive run_at": (
+        {"id": "t", "action": "noop", "run_at": "2030-01-01T09:00:00"},
+        "run_at",
+        "offset",
+    ),
     "bad task id": ({"id": "has spaces", "action": "noop"}, "id", "letters, digits"),
     "unknown field": ({"id": "t", "action": "noop", "delay": 10}, "delay", "unknown field"),
     "priority out of range": ({"id": "t", "action": "noop", "priority": 12}, "priority", "9"),
-    "NUL in a string": ({"id": "t", "action": "echo", "payload": {"message": "a\u0000b"}}, "non_field_errors", "NUL"),
-    "expiry before due": ({"id": "t", "action": "noop", "delay_seconds": 60, "expires_at": "PAST"}, "expires_at", "after"),
+    "NUL in a string": (
+        {"id": "t", "action": "echo", "payload": {"message": "a\u0000b"}},
+        "non_field_errors",
+        "NUL",
+    ),
+    "expiry before due": (
+        {"id": "t", "action": "noop", "delay_seconds": 60, "expires_at": "PAST"},
+        "expires_at",
+        "after",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", CREATE_CASES)
 def test_bad_create_is_400_and_writes_nothing(api: APIClient, case: str) -> None:
     body, field, text = CREATE_CASES[case]
-    body = {k: (soon(-3600) if v == "PAST" else soon(3600) if v == "FUTURE" else v) for k, v in body.items()}
+    body = {
+        k: (soon(-3600) if v == "PAST" else soon(3600) if v == "FUTURE" else v)
+        for k, v in body.items()
+    }
     before = snapshot()
     response = api.post("/api/tasks", body, format="json")
     error = assert_error(response, 400, field)
@@ -66,7 +119,9 @@ def test_bad_create_is_400_and_writes_nothing(api: APIClient, case: str) -> None
 
 def test_bad_delay_rolls_back_the_task_created_in_the_same_call(api: APIClient) -> None:
     # task_create succeeds, then task_schedule_once refuses: the task must not stay behind.
-    response = api.post("/api/tasks", {"id": "reminder", "action": "noop", "delay_seconds": 10**12}, format="json")
+    response = api.post(
+        "/api/tasks", {"id": "reminder", "action": "noop", "delay_seconds": 10**12}, format="json"
+    )
     assert_error(response, 400, "delay_seconds")
     assert not Task.objects.filter(pk="reminder").exists()
     assert snapshot() == (0, 0, 0)
@@ -75,7 +130,9 @@ def test_bad_delay_rolls_back_the_task_created_in_the_same_call(api: APIClient) 
 def test_duplicate_task_id_is_409(api: APIClient) -> None:
     services.task_create(id="taken", action="noop", name="first")
     before = snapshot()
-    response = api.post("/api/tasks", {"id": "taken", "action": "echo", "payload": {"message": "x"}}, format="json")
+    response = api.post(
+        "/api/tasks", {"id": "taken", "action": "echo", "payload": {"message": "x"}}, format="json"
+    )
     body = assert_error(response, 409)
     assert "taken" in body["error"] and "already exists" in body["error"]
     assert snapshot() == before
@@ -92,7 +149,9 @@ def test_non_json_body_is_400(api: APIClient) -> None:
 
 def test_form_encoded_body_is_415(api: APIClient) -> None:
     before = snapshot()
-    response = api.post("/api/tasks", data="id=x&action=noop", content_type="application/x-www-form-urlencoded")
+    response = api.post(
+        "/api/tasks", data="id=x&action=noop", content_type="application/x-www-form-urlencoded"
+    )
     body = assert_error(response, 415)
     assert "Unsupported media type" in body["error"]
     assert snapshot() == before
@@ -101,7 +160,11 @@ def test_form_encoded_body_is_415(api: APIClient) -> None:
 def test_body_over_the_size_limit_is_413(api: APIClient) -> None:
     before = snapshot()
     message = "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 10)
-    response = api.post("/api/tasks", {"id": "big", "action": "echo", "payload": {"message": message}}, format="json")
+    response = api.post(
+        "/api/tasks",
+        {"id": "big", "action": "echo", "payload": {"message": message}},
+        format="json",
+    )
     body = assert_error(response, 413)
     assert str(settings.DATA_UPLOAD_MAX_MEMORY_SIZE) in body["error"]
     assert snapshot() == before
@@ -129,13 +192,22 @@ def test_retrying_a_completed_run_is_409(api: APIClient) -> None:
 
 SCHEDULE_CASES = {
     "negative delay": ({"delay_seconds": -1}, "delay_seconds"),
-    "delay beyond the maximum": ({"delay_seconds": settings.TASKS_MAX_DELAY_SECONDS * 2}, "delay_seconds"),
+    "delay beyond the maximum": (
+        {"delay_seconds": settings.TASKS_MAX_DELAY_SECONDS * 2},
+        "delay_seconds",
+    ),
     "run_at in the past": ({"run_at": "PAST"}, "run_at"),
     "both delay_seconds and run_at": ({"delay_seconds": 5, "run_at": "FUTURE"}, "delay_seconds"),
     "neither": ({}, "delay_seconds"),
     "malformed cron": ({"schedule_type": "cron", "cron": "* * *"}, "cron"),
-    "unknown time zone": ({"schedule_type": "cron", "cron": "0 9 * * *", "timezone": "Nowhere/Land"}, "timezone"),
-    "one-off mixed with recurring": ({"delay_seconds": 5, "schedule_type": "interval", "interval_seconds": 5}, "schedule_type"),
+    "unknown time zone": (
+        {"schedule_type": "cron", "cron": "0 9 * * *", "timezone": "Nowhere/Land"},
+        "timezone",
+    ),
+    "one-off mixed with recurring": (
+        {"delay_seconds": 5, "schedule_type": "interval", "interval_seconds": 5},
+        "schedule_type",
+    ),
     "negative expiry": ({"delay_seconds": 5, "expires_in_seconds": -1}, "expires_in_seconds"),
 }
 
@@ -144,7 +216,10 @@ SCHEDULE_CASES = {
 def test_bad_schedule_is_400_and_writes_nothing(api: APIClient, case: str) -> None:
     services.task_create(id="sched", action="noop")
     body, field = SCHEDULE_CASES[case]
-    body = {k: (soon(-3600) if v == "PAST" else soon(3600) if v == "FUTURE" else v) for k, v in body.items()}
+    body = {
+        k: (soon(-3600) if v == "PAST" else soon(3600) if v == "FUTURE" else v)
+        for k, v in body.items()
+    }
     before = snapshot()
     assert_error(api.post("/api/tasks/sched/schedule", body, format="json"), 400, field)
     assert snapshot() == before
@@ -154,8 +229,14 @@ def test_bad_schedule_is_400_and_writes_nothing(api: APIClient, case: str) -> No
 def test_bad_update_is_400_and_changes_nothing(api: APIClient) -> None:
     services.task_create(id="keep", action="echo", payload={"message": "hi"}, name="kept")
     before = snapshot()
-    assert_error(api.patch("/api/tasks/keep", {"name": "new", "payload": {"message": 1}}, format="json"), 400, "payload")
-    assert_error(api.patch("/api/tasks/keep", {"status": "completed"}, format="json"), 400, "status")
+    assert_error(
+        api.patch("/api/tasks/keep", {"name": "new", "payload": {"message": 1}}, format="json"),
+        400,
+        "payload",
+    )
+    assert_error(
+        api.patch("/api/tasks/keep", {"status": "completed"}, format="json"), 400, "status"
+    )
     task = Task.objects.get(pk="keep")
     assert (task.name, task.payload) == ("kept", {"message": "hi"})
     assert snapshot() == before

@@ -49,8 +49,13 @@ def test_health_reports_missed_run_alarms_without_failing() -> None:
     from tasks_app.models import Task
 
     health.record_beat_tick(timezone.now())
-    task = services.task_create(id="watched", action="noop", schedule_type="interval",
-                                interval_seconds=60, alert_after_seconds=10)
+    task = services.task_create(
+        id="watched",
+        action="noop",
+        schedule_type="interval",
+        interval_seconds=60,
+        alert_after_seconds=10,
+    )
     Task.objects.filter(pk=task.pk).update(alarm_since=timezone.now(), alarm_note="late")
     body = APIClient().get("/api/health").json()
     assert body["alarms"] == 1

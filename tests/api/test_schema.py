@@ -23,7 +23,9 @@ def schema(api: APIClient) -> dict:
 
 def test_openapi_document_validates_and_covers_the_contract(api: APIClient) -> None:
     doc = schema(api)
-    errors = [e.message for e in Draft4Validator(OPENAPI_30).iter_errors(doc)]  # the OpenAPI 3.0 meta-schema
+    errors = [
+        e.message for e in Draft4Validator(OPENAPI_30).iter_errors(doc)
+    ]  # the OpenAPI 3.0 meta-schema
     assert errors == []
     paths = doc["paths"]
     for path, verbs in {
@@ -45,13 +47,17 @@ def test_openapi_document_validates_and_covers_the_contract(api: APIClient) -> N
         assert verbs <= set(paths[path]), path
     create = paths["/api/tasks"]["post"]
     assert {"201", "400", "401", "403", "409", "413"} <= set(create["responses"])
-    assert create["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].endswith("/Error")
+    assert create["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/Error"
+    )
     assert paths["/api/runs/{run_id}/cancel"]["post"]["responses"]["409"]
     assert "delay_seconds" in doc["components"]["schemas"]["TaskCreateRequest"]["properties"]
 
 
-STATIC = {"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-          "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}
+STATIC = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
 
 
 def test_swagger_ui_is_served_without_a_cdn(api: APIClient) -> None:
@@ -65,10 +71,21 @@ def test_swagger_ui_is_served_without_a_cdn(api: APIClient) -> None:
     assert "cdn.jsdelivr.net" not in page and "unpkg.com" not in page
 
 
-def make_probe(operation, headers: dict, budget: float, failures: list[str], live_server_url: str,
-               seen: list[int]):
-    @settings(max_examples=25, deadline=None, phases=[Phase.explicit, Phase.generate],
-              suppress_health_check=list(HealthCheck), database=None)
+def make_probe(
+    operation,
+    headers: dict,
+    budget: float,
+    failures: list[str],
+    live_server_url: str,
+    seen: list[int],
+):
+    @settings(
+        max_examples=25,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
     @given(case=operation.as_strategy())
     def probe(case) -> None:
         if time.monotonic() > budget:
@@ -76,8 +93,10 @@ def make_probe(operation, headers: dict, budget: float, failures: list[str], liv
         response = case.call(base_url=live_server_url, headers=headers, timeout=30)
         seen.append(response.status_code)
         if response.status_code >= 500:
-            failures.append(f"{case.method} {case.formatted_path} -> {response.status_code}: "
-                            f"{case.as_curl_command(headers, base_url=live_server_url)}\n{response.text[:500]}")
+            failures.append(
+                f"{case.method} {case.formatted_path} -> {response.status_code}: "
+                f"{case.as_curl_command(headers, base_url=live_server_url)}\n{response.text[:500]}"
+            )
 
     return probe
 
@@ -88,7 +107,9 @@ def test_fuzzing_the_live_server_finds_no_5xx(live_server, operator) -> None:
 
     token = Token.objects.create(user=operator).key
     headers = {"Authorization": f"Token {token}"}
-    spec = schemathesis.openapi.from_url(f"{live_server.url}/api/schema?format=json", headers=headers)
+    spec = schemathesis.openapi.from_url(
+        f"{live_server.url}/api/schema?format=json", headers=headers
+    )
     failures: list[str] = []
     seen: list[int] = []
     budget = time.monotonic() + 150  # bound the whole run in time as well as examples

@@ -16,7 +16,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 LIFECYCLE = ["pending", "queued", "running", "completed"]
 
 
-def watch_run(api: APIClient, run_id: str, first: str, timeout: float = 20) -> tuple[list[str], dict]:
+def watch_run(
+    api: APIClient, run_id: str, first: str, timeout: float = 20
+) -> tuple[list[str], dict]:
     """Poll the run through the API; the distinct statuses in the order they were seen."""
     seen = [first]
     deadline = time.monotonic() + timeout
@@ -24,14 +26,20 @@ def watch_run(api: APIClient, run_id: str, first: str, timeout: float = 20) -> t
         body = api.get(f"/api/runs/{run_id}").json()
         if body["status"] != seen[-1]:
             seen.append(body["status"])
-        if body["status"] in ("completed", "failed", "expired", "cancelled") or time.monotonic() > deadline:
+        if (
+            body["status"] in ("completed", "failed", "expired", "cancelled")
+            or time.monotonic() > deadline
+        ):
             return seen, body
         time.sleep(0.02)
 
 
 def test_seed_workflow(api: APIClient, worker) -> None:
-    created = api.post("/api/tasks", {"id": "my-task-1", "name": "My task", "action": "echo",
-                                      "payload": {"message": "hello"}}, format="json")
+    created = api.post(
+        "/api/tasks",
+        {"id": "my-task-1", "name": "My task", "action": "echo", "payload": {"message": "hello"}},
+        format="json",
+    )
     assert created.status_code == 201, created.content
     assert created.json()["status"] == "created" and created.json()["run"] is None
 
@@ -42,7 +50,11 @@ def test_seed_workflow(api: APIClient, worker) -> None:
     assert api.get("/api/tasks", {"status": "failed"}).json()["count"] == 0
 
     got = api.get("/api/tasks/my-task-1").json()
-    assert (got["action"], got["payload"], got["next_run_at"]) == ("echo", {"message": "hello"}, None)
+    assert (got["action"], got["payload"], got["next_run_at"]) == (
+        "echo",
+        {"message": "hello"},
+        None,
+    )
 
     scheduled = api.post("/api/tasks/my-task-1/schedule", {"delay_seconds": 2}, format="json")
     assert scheduled.status_code == 202, scheduled.content
@@ -56,7 +68,10 @@ def test_seed_workflow(api: APIClient, worker) -> None:
     assert seen[0] == "pending" and "queued" in seen
     assert seen == [s for s in LIFECYCLE if s in seen]  # never out of order
     assert final["output"] == "hello" and final["worker"]
-    due, started = datetime.fromisoformat(final["due_at"]), datetime.fromisoformat(final["started_at"])
+    due, started = (
+        datetime.fromisoformat(final["due_at"]),
+        datetime.fromisoformat(final["started_at"]),
+    )
     assert started >= due  # never early
     assert datetime.fromisoformat(final["finished_at"]) >= started  # it did run
     assert api.get("/api/tasks/my-task-1").json()["status"] == "completed"
@@ -80,12 +95,23 @@ def test_seed_workflow(api: APIClient, worker) -> None:
 
 
 def test_create_with_delay_schedules_a_reminder_in_one_call(api: APIClient, worker) -> None:
-    response = api.post("/api/tasks", {"id": "reminder-001", "action": "echo",
-                                       "payload": {"message": "stand up"}, "delay_seconds": 1,
-                                       "expires_in_seconds": 60}, format="json")
+    response = api.post(
+        "/api/tasks",
+        {
+            "id": "reminder-001",
+            "action": "echo",
+            "payload": {"message": "stand up"},
+            "delay_seconds": 1,
+            "expires_in_seconds": 60,
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["run"]["trigger"] == "delay" and body["next_run_at"] == body["run"]["due_at"]
-    run = wait_until(lambda: Run.objects.filter(pk=body["run"]["id"], status="completed").first(),
-                     timeout=20, message="the reminder to run")
+    run = wait_until(
+        lambda: Run.objects.filter(pk=body["run"]["id"], status="completed").first(),
+        timeout=20,
+        message="the reminder to run",
+    )
     assert run.output == "stand up" and run.started_at >= run.due_at

@@ -35,8 +35,14 @@ def tasks_text(*args: str) -> str:
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The real command line, as a script would run it, against the test database."""
-    return subprocess.run([sys.executable, "manage.py", "tasks", *args], cwd=ROOT, env=process_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "manage.py", "tasks", *args],
+        cwd=ROOT,
+        env=process_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_durations_and_relative_times() -> None:
@@ -51,9 +57,19 @@ def test_durations_and_relative_times() -> None:
 @pytest.mark.e2e
 @pytest.mark.django_db(transaction=True)
 def test_seed_workflow_with_json(worker) -> None:
-    created = tasks("create", "my-task-1", "--action", "echo", "--payload", '{"message": "hello"}',
-                    "--name", "My task")
-    assert created["id"] == "my-task-1" and created["status"] == "created" and created["run"] is None
+    created = tasks(
+        "create",
+        "my-task-1",
+        "--action",
+        "echo",
+        "--payload",
+        '{"message": "hello"}',
+        "--name",
+        "My task",
+    )
+    assert (
+        created["id"] == "my-task-1" and created["status"] == "created" and created["run"] is None
+    )
 
     assert [t["id"] for t in tasks("list")] == ["my-task-1"]
     assert tasks("list", "--status", "failed") == []
@@ -85,7 +101,9 @@ def test_seed_workflow_with_json(worker) -> None:
 
     assert tasks("delete", "my-task-1") == {"id": "my-task-1", "deleted": True}
     assert not Task.objects.exists() and not Run.objects.exists()
-    assert TaskAuditEntry.objects.filter(task_id="my-task-1", event="deleted", by__startswith="cli").exists()
+    assert TaskAuditEntry.objects.filter(
+        task_id="my-task-1", event="deleted", by__startswith="cli"
+    ).exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -118,7 +136,9 @@ def test_exit_statuses_and_one_line_errors_from_the_real_command_line() -> None:
 def test_command_shorthand_creates_an_exec_task() -> None:
     with override_settings(TASKS_EXEC_ALLOWLIST=[]):  # the default: exec is disabled
         with pytest.raises(CommandError, match="TASKS_EXEC_ALLOWLIST"):
-            call_command("tasks", "create", "hello-exec", "--command", "echo hello", stdout=StringIO())
+            call_command(
+                "tasks", "create", "hello-exec", "--command", "echo hello", stdout=StringIO()
+            )
     assert not Task.objects.exists()
     with override_settings(TASKS_EXEC_ALLOWLIST=["echo"]):
         created = tasks("create", "hello-exec", "--command", "echo 'hello world'")
@@ -130,9 +150,15 @@ def test_command_shorthand_creates_an_exec_task() -> None:
 def test_bad_input_is_refused_and_writes_nothing() -> None:
     for args, text in [
         (("create", "t", "--action", "nope"), "unknown action"),
-        (("create", "t", "--action", "echo", "--payload", "{}"), "'message' is a required property"),
+        (
+            ("create", "t", "--action", "echo", "--payload", "{}"),
+            "'message' is a required property",
+        ),
         (("create", "t", "--action", "noop", "--cron", "99 * * * *"), "invalid cron"),
-        (("create", "t", "--action", "noop", "--cron", "0 9 * * *", "--timezone", "Mars/Base"), "Mars/Base"),
+        (
+            ("create", "t", "--action", "noop", "--cron", "0 9 * * *", "--timezone", "Mars/Base"),
+            "Mars/Base",
+        ),
         (("create", "t", "--action", "noop", "--at", "2001-01-01T00:00:00Z"), "in the past"),
     ]:
         with pytest.raises(CommandError) as info:
@@ -143,7 +169,9 @@ def test_bad_input_is_refused_and_writes_nothing() -> None:
 
 @pytest.mark.django_db
 def test_tables_pause_resume_preview_backfill_runs() -> None:
-    services.task_create(id="every-5m", action="noop", schedule_type="interval", interval_seconds=300)
+    services.task_create(
+        id="every-5m", action="noop", schedule_type="interval", interval_seconds=300
+    )
     text = tasks_text("list")
     assert "every 300 s" in text and "in 5 min" in text
 
@@ -154,13 +182,21 @@ def test_tables_pause_resume_preview_backfill_runs() -> None:
 
     fires = tasks("preview", "every-5m", "--count", "3")["fires"]
     assert len(fires) == 3
-    gaps = {(datetime.fromisoformat(b["utc"]) - datetime.fromisoformat(a["utc"])).total_seconds()
-            for a, b in zip(fires, fires[1:])}
+    gaps = {
+        (datetime.fromisoformat(b["utc"]) - datetime.fromisoformat(a["utc"])).total_seconds()
+        for a, b in zip(fires, fires[1:])
+    }
     assert gaps == {300.0}
 
     end = timezone.now() - timedelta(minutes=1)
-    result = tasks("backfill", "every-5m", "--start", (end - timedelta(minutes=30)).isoformat(),
-                   "--end", end.isoformat())
+    result = tasks(
+        "backfill",
+        "every-5m",
+        "--start",
+        (end - timedelta(minutes=30)).isoformat(),
+        "--end",
+        end.isoformat(),
+    )
     assert result["created"] == 6 and {r["trigger"] for r in result["runs"]} == {"backfill"}
     assert len(tasks("runs", "every-5m", "--trigger", "backfill")) == 6
     table = tasks_text("runs", "every-5m")

@@ -14,7 +14,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 def finished(run: Run) -> Run | None:
     run.refresh_from_db()
-    return run if run.status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING) else None
+    return (
+        run if run.status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING) else None
+    )
 
 
 def test_delayed_run_waits_then_completes_on_time(worker) -> None:
@@ -48,8 +50,9 @@ def test_failing_action_records_error_and_traceback(worker) -> None:
 
 
 def test_interval_schedule_fires_on_time_once_per_instant(worker, beat_factory) -> None:
-    task = services.task_create(id="every-2s", action="noop", schedule_type="interval",
-                                interval_seconds=2)
+    task = services.task_create(
+        id="every-2s", action="noop", schedule_type="interval", interval_seconds=2
+    )
     beat = beat_factory()
     time.sleep(9)
     beat.stop()
@@ -65,11 +68,15 @@ def test_interval_schedule_fires_on_time_once_per_instant(worker, beat_factory) 
 
 
 def test_pause_stops_fires_and_resume_starts_them_again(worker, beat_factory) -> None:
-    task = services.task_create(id="pausable", action="noop", schedule_type="interval",
-                                interval_seconds=1)
+    task = services.task_create(
+        id="pausable", action="noop", schedule_type="interval", interval_seconds=1
+    )
     beat_factory()
-    wait_until(lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() >= 2,
-               timeout=15, message="two fires")
+    wait_until(
+        lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() >= 2,
+        timeout=15,
+        message="two fires",
+    )
     services.task_pause(task=task, note="maintenance", by="ops")
     time.sleep(1.5)  # a fire already recorded before the pause may still finish
     count_at_pause = Run.objects.filter(task=task).count()
@@ -78,5 +85,10 @@ def test_pause_stops_fires_and_resume_starts_them_again(worker, beat_factory) ->
     assert Task.objects.get(pk=task.pk).status == TaskStatus.PAUSED
 
     services.task_resume(task=Task.objects.get(pk=task.pk), by="ops")
-    wait_until(lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() >= count_at_pause + 2,
-               timeout=15, message="fires after resume")
+    wait_until(
+        lambda: (
+            Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() >= count_at_pause + 2
+        ),
+        timeout=15,
+        message="fires after resume",
+    )

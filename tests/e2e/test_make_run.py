@@ -43,7 +43,9 @@ class Browser:
     def post(self, path: str, data: dict[str, object]) -> str:
         token = next(c.value for c in self.jar if c.name == "csrftoken")
         body = urllib.parse.urlencode({**data, "csrfmiddlewaretoken": token}, doseq=True).encode()
-        request = urllib.request.Request(self.base + path, data=body, headers={"Referer": self.base + path})
+        request = urllib.request.Request(
+            self.base + path, data=body, headers={"Referer": self.base + path}
+        )
         with self.opener.open(request, timeout=10) as response:
             return response.read().decode()
 
@@ -59,18 +61,30 @@ def up(url: str) -> bool:
 def test_make_run_serves_the_admin_and_runs_a_task(tmp_path: Path) -> None:
     port = free_port()
     env = {
-        "PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"),
-        "PORT": str(port), "TASKS_VAR_DIR": str(tmp_path / "var"),
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/root"),
+        "PORT": str(port),
+        "TASKS_VAR_DIR": str(tmp_path / "var"),
         "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
     }
     log_path = tmp_path / "make-run.log"
     with log_path.open("wb") as log:
-        proc = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            ["make", "run"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         base = f"http://127.0.0.1:{port}"
-        wait_until(lambda: up(base + "/admin/login/") or proc.poll() is not None, timeout=180,
-                   interval=0.5, message="make run to serve the admin")
+        wait_until(
+            lambda: up(base + "/admin/login/") or proc.poll() is not None,
+            timeout=180,
+            interval=0.5,
+            message="make run to serve the admin",
+        )
         output = log_path.read_text()
         assert proc.poll() is None, output[-3000:]
         assert f"Admin: http://127.0.0.1:{port}/admin/" in output
@@ -78,21 +92,36 @@ def test_make_run_serves_the_admin_and_runs_a_task(tmp_path: Path) -> None:
         browser = Browser(base)
         login_page = browser.get("/admin/login/")
         assert "static/admin/css/base" in login_page  # styled: static files are served
-        browser.post("/admin/login/?next=/admin/", {"username": "admin", "password": PASSWORD,
-                                                     "next": "/admin/"})
+        browser.post(
+            "/admin/login/?next=/admin/",
+            {"username": "admin", "password": PASSWORD, "next": "/admin/"},
+        )
         assert "Site administration" in browser.get("/admin/")
 
         browser.get("/admin/tasks_app/task/add/")
-        browser.post("/admin/tasks_app/task/add/", {
-            "id": "demo-echo", "name": "Demo", "action": "echo",
-            "payload": '{"message": "hello from make run"}', "schedule_type": "none",
-            "timezone": "UTC", "queue": "celery", "priority": "5", "max_retries": "0",
-            "retry_backoff_seconds": "10", "jitter_seconds": "0", "overlap_policy": "allow",
-            "catchup": "skip", "catchup_window_seconds": "3600",
-        })
+        browser.post(
+            "/admin/tasks_app/task/add/",
+            {
+                "id": "demo-echo",
+                "name": "Demo",
+                "action": "echo",
+                "payload": '{"message": "hello from make run"}',
+                "schedule_type": "none",
+                "timezone": "UTC",
+                "queue": "celery",
+                "priority": "5",
+                "max_retries": "0",
+                "retry_backoff_seconds": "10",
+                "jitter_seconds": "0",
+                "overlap_policy": "allow",
+                "catchup": "skip",
+                "catchup_window_seconds": "3600",
+            },
+        )
         assert "demo-echo" in browser.get("/admin/tasks_app/task/"), "the task was not saved"
-        browser.post("/admin/tasks_app/task/", {"action": "run_now",
-                                                "_selected_action": ["demo-echo"]})
+        browser.post(
+            "/admin/tasks_app/task/", {"action": "run_now", "_selected_action": ["demo-echo"]}
+        )
 
         def completed_run() -> str | None:
             page = browser.get("/admin/tasks_app/run/?q=demo-echo&status__exact=completed")
@@ -115,6 +144,10 @@ def test_make_run_serves_the_admin_and_runs_a_task(tmp_path: Path) -> None:
     time.sleep(1)
     assert proc.returncode is not None
     assert not up(f"http://127.0.0.1:{port}/admin/login/"), "web still serving after Ctrl-C"
-    alive = [pid for pid in members if Path(f"/proc/{pid}").exists()
-             and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]]
+    alive = [
+        pid
+        for pid in members
+        if Path(f"/proc/{pid}").exists()
+        and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    ]
     assert not alive, f"processes left after Ctrl-C: {alive}"

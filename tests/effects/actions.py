@@ -37,8 +37,9 @@ def record_effect(payload: dict[str, JSON], ctx: RunContext) -> str:
 
 @actions.register("test-kill-self", description="SIGKILLs the process executing it.")
 def kill_self(payload: dict[str, JSON], ctx: RunContext) -> None:
-    Execution.objects.create(run_id=logical_run_id(ctx), attempt_run_id=uuid.UUID(ctx.run_id),
-                             pid=os.getpid())
+    Execution.objects.create(
+        run_id=logical_run_id(ctx), attempt_run_id=uuid.UUID(ctx.run_id), pid=os.getpid()
+    )
     os.kill(os.getpid(), signal.SIGKILL)
 
 

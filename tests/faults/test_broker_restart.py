@@ -41,13 +41,19 @@ def broker_up(url: str) -> bool:
         return False
 
 
-def test_broker_restart_loses_and_duplicates_nothing(fault_worker: StartProc, fault_beat: StartProc, api: APIClient, figures: Figures) -> None:
+def test_broker_restart_loses_and_duplicates_nothing(
+    fault_worker: StartProc, fault_beat: StartProc, api: APIClient, figures: Figures
+) -> None:
     fault_worker(concurrency=2)
-    task = services.task_create(id="bulk", action="test-effect", payload={},
-                                max_retries=2, retry_backoff_seconds=1)
+    task = services.task_create(
+        id="bulk", action="test-effect", payload={}, max_retries=2, retry_backoff_seconds=1
+    )
     now = timezone.now()
     queued = [new_run(task, trigger=Trigger.API, due_at=now) for _ in range(QUEUED)]
-    pending = [new_run(task, trigger=Trigger.API, due_at=now + timedelta(seconds=9)) for _ in range(PENDING)]
+    pending = [
+        new_run(task, trigger=Trigger.API, due_at=now + timedelta(seconds=9))
+        for _ in range(PENDING)
+    ]
     Run.objects.bulk_create(queued + pending)
     assert dispatch.publish_runs([r.id for r in queued]) == QUEUED
     fault_beat()  # started after the publish so it does not race the test for the batch
@@ -56,33 +62,46 @@ def test_broker_restart_loses_and_duplicates_nothing(fault_worker: StartProc, fa
     try:
         rabbitmqctl("stop_app")
         down_at = time.monotonic()
-        at_stop = {s: Run.objects.filter(task=task, status=s).count()
-                   for s in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.COMPLETED)}
+        at_stop = {
+            s: Run.objects.filter(task=task, status=s).count()
+            for s in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.COMPLETED)
+        }
         for i in range(DURING_OUTAGE):  # operators keep using the API while the broker is away
             started = time.monotonic()
             if i % 2:
                 response = api.post(f"/api/tasks/{task.id}/execute")
             else:
-                response = api.post(f"/api/tasks/{task.id}/schedule", {"delay_seconds": 1}, format="json")
+                response = api.post(
+                    f"/api/tasks/{task.id}/schedule", {"delay_seconds": 1}, format="json"
+                )
             calls.append(time.monotonic() - started)
             assert response.status_code == 202, response.content
             assert Run.objects.get(pk=response.json()["id"]).status == RunStatus.PENDING
         time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - down_at)))
         # Nothing could go out: beat keeps trying (a run is `queued` only while a publish is
         # in flight) and hands the runs back to `pending`.
-        waiting = Run.objects.filter(task=task, status__in=[RunStatus.PENDING, RunStatus.QUEUED],
-                                     started_at__isnull=True)
+        waiting = Run.objects.filter(
+            task=task, status__in=[RunStatus.PENDING, RunStatus.QUEUED], started_at__isnull=True
+        )
         assert waiting.count() >= PENDING + DURING_OUTAGE
     finally:
         rabbitmqctl("start_app")
         up_at, up_wall = time.monotonic(), timezone.now()
-        wait_until(lambda: broker_up(settings.CELERY_BROKER_URL), timeout=60, interval=0.5,
-                   message="RabbitMQ to accept connections")
+        wait_until(
+            lambda: broker_up(settings.CELERY_BROKER_URL),
+            timeout=60,
+            interval=0.5,
+            message="RabbitMQ to accept connections",
+        )
 
     expected = QUEUED + PENDING + DURING_OUTAGE
-    wait_until(lambda: settled(task, expected), timeout=150, interval=0.5, message="every run to end")
+    wait_until(
+        lambda: settled(task, expected), timeout=150, interval=0.5, message="every run to end"
+    )
     recovery_s = round(time.monotonic() - up_at, 1)
-    first_after = Run.objects.filter(task=task, finished_at__gt=up_wall).order_by("finished_at").first()
+    first_after = (
+        Run.objects.filter(task=task, finished_at__gt=up_wall).order_by("finished_at").first()
+    )
     assert first_after is not None
     result = tally(task)
     assert result.requested == expected
@@ -90,9 +109,19 @@ def test_broker_restart_loses_and_duplicates_nothing(fault_worker: StartProc, fa
     assert result.effects == expected and result.lost == 0
     assert result.duplicated == 0 and result.attempts_executed_twice == 0
     assert max(calls) < 3, calls
-    figures(runs=expected, queued_at_stop=at_stop[RunStatus.QUEUED], pending_at_stop=at_stop[RunStatus.PENDING],
-            completed_before_stop=at_stop[RunStatus.COMPLETED], api_calls_during_outage=DURING_OUTAGE,
-            api_call_max_s=round(max(calls), 2), outage_s=OUTAGE_SECONDS, lost=result.lost,
-            duplicated=result.duplicated, retried_after_cancel=result.retried,
-            first_completion_after_restart_s=round((first_after.finished_at - up_wall).total_seconds(), 1),
-            all_done_after_restart_s=recovery_s)
+    figures(
+        runs=expected,
+        queued_at_stop=at_stop[RunStatus.QUEUED],
+        pending_at_stop=at_stop[RunStatus.PENDING],
+        completed_before_stop=at_stop[RunStatus.COMPLETED],
+        api_calls_during_outage=DURING_OUTAGE,
+        api_call_max_s=round(max(calls), 2),
+        outage_s=OUTAGE_SECONDS,
+        lost=result.lost,
+        duplicated=result.duplicated,
+        retried_after_cancel=result.retried,
+        first_completion_after_restart_s=round(
+            (first_after.finished_at - up_wall).total_seconds(), 1
+        ),
+        all_done_after_restart_s=recovery_s,
+    )

@@ -22,7 +22,9 @@ def status(run: Run) -> str:
     return run.status
 
 
-def test_run_due_while_no_worker_is_up_expires_when_one_starts(fault_worker: StartProc, figures: Figures) -> None:
+def test_run_due_while_no_worker_is_up_expires_when_one_starts(
+    fault_worker: StartProc, figures: Figures
+) -> None:
     task = services.task_create(id="fresh-only", action="test-effect", payload={})
     run = services.task_schedule_once(task=task, delay_seconds=0, expires_in_seconds=5)
     assert status(run) == RunStatus.QUEUED  # published, waiting on the broker
@@ -47,8 +49,11 @@ def test_beat_expires_pending_and_queued_runs_with_no_worker_up(fault_beat: Star
     assert (status(queued), status(pending)) == (RunStatus.QUEUED, RunStatus.PENDING)
 
     fault_beat()
-    wait_until(lambda: status(queued) == RunStatus.EXPIRED and status(pending) == RunStatus.EXPIRED,
-               timeout=15, message="beat to expire both runs")
+    wait_until(
+        lambda: status(queued) == RunStatus.EXPIRED and status(pending) == RunStatus.EXPIRED,
+        timeout=15,
+        message="beat to expire both runs",
+    )
     assert queued.started_at is None and pending.started_at is None and pending.queued_at is None
     assert pending.error.startswith("expired: could not start by")
     assert not Execution.objects.exists()

@@ -22,19 +22,29 @@ def queue_depth() -> int | None:
     return recovery.ready_messages(settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
-def test_duplicate_messages_for_a_finished_run_are_acknowledged_and_ignored(fault_worker: StartProc) -> None:
+def test_duplicate_messages_for_a_finished_run_are_acknowledged_and_ignored(
+    fault_worker: StartProc,
+) -> None:
     worker = fault_worker()
     task = services.task_create(id="once", action="test-effect", payload={})
     run = services.task_execute(task=task)
-    wait_until(lambda: Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED, timeout=15,
-               message="the run to complete")
+    wait_until(
+        lambda: Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED,
+        timeout=15,
+        message="the run to complete",
+    )
     run.refresh_from_db()
     before = (run.status, run.finished_at, run.worker)
 
     for _ in range(3):  # the broker delivers the same run's message again
-        current_app.send_task(dispatch.EXECUTE_RUN, **dispatch.message_options(run, now=timezone.now()))
-    wait_until(lambda: worker.log().count("message ignored") >= 3, timeout=15,
-               message="the worker to ignore the duplicates")
+        current_app.send_task(
+            dispatch.EXECUTE_RUN, **dispatch.message_options(run, now=timezone.now())
+        )
+    wait_until(
+        lambda: worker.log().count("message ignored") >= 3,
+        timeout=15,
+        message="the worker to ignore the duplicates",
+    )
     worker.stop()  # unacknowledged messages would now be back in the queue
     assert queue_depth() == 0
     run.refresh_from_db()
@@ -42,7 +52,9 @@ def test_duplicate_messages_for_a_finished_run_are_acknowledged_and_ignored(faul
     assert Execution.objects.count() == 1 and Effect.objects.count() == 1
 
 
-def test_lost_messages_are_published_again_under_the_same_run_id(fault_worker: StartProc, fault_beat: StartProc, figures: Figures) -> None:
+def test_lost_messages_are_published_again_under_the_same_run_id(
+    fault_worker: StartProc, fault_beat: StartProc, figures: Figures
+) -> None:
     task = services.task_create(id="lost", action="test-effect", payload={})
     runs = [services.task_execute(task=task) for _ in range(5)]
     assert all(Run.objects.get(pk=r.pk).status == RunStatus.QUEUED for r in runs)
@@ -52,8 +64,11 @@ def test_lost_messages_are_published_again_under_the_same_run_id(fault_worker: S
 
     fault_worker()
     fault_beat(TASKS_REQUEUE_AFTER_SECONDS="2")
-    wait_until(lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() == 5,
-               timeout=30, message="the lost runs to be re-published and complete")
+    wait_until(
+        lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() == 5,
+        timeout=30,
+        message="the lost runs to be re-published and complete",
+    )
     assert Run.objects.filter(task=task).count() == 5  # the same runs, no new attempts
     assert set(Effect.objects.values_list("run_id", flat=True)) == {r.id for r in runs}
     assert Execution.objects.count() == 5

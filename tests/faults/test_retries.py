@@ -16,10 +16,17 @@ from .helpers import chains, settled
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_four_attempts_with_growing_gaps_then_dead_then_manual_retry(fault_worker: StartProc, api: APIClient, figures: Figures) -> None:
+def test_four_attempts_with_growing_gaps_then_dead_then_manual_retry(
+    fault_worker: StartProc, api: APIClient, figures: Figures
+) -> None:
     fault_worker()
-    task = services.task_create(id="flaky", action="fail", payload={"message": "upstream down"},
-                                max_retries=3, retry_backoff_seconds=1)
+    task = services.task_create(
+        id="flaky",
+        action="fail",
+        payload={"message": "upstream down"},
+        max_retries=3,
+        retry_backoff_seconds=1,
+    )
     first = services.task_execute(task=task)
 
     wait_until(lambda: settled(task, 1), timeout=30, message="four attempts")
@@ -54,4 +61,8 @@ def test_four_attempts_with_growing_gaps_then_dead_then_manual_retry(fault_worke
     assert fifth.status == RunStatus.FAILED  # past max_retries: no automatic retry after it
     assert Run.objects.filter(task=task).count() == 5
     assert list(selectors.run_list_dead(task_id=task.id)) == [fifth]
-    figures(attempts=5, retry_delays_s=[round(d, 2) for d in delays], start_gaps_s=[round(g, 2) for g in gaps])
+    figures(
+        attempts=5,
+        retry_delays_s=[round(d, 2) for d in delays],
+        start_gaps_s=[round(g, 2) for g in gaps],
+    )

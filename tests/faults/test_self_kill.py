@@ -19,11 +19,14 @@ from .helpers import chains, settled
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_self_killing_run_is_retried_to_its_limit_then_failed(fault_worker: StartProc, fault_beat: StartProc, figures: Figures) -> None:
+def test_self_killing_run_is_retried_to_its_limit_then_failed(
+    fault_worker: StartProc, fault_beat: StartProc, figures: Figures
+) -> None:
     worker = fault_worker()
     fault_beat()
-    task = services.task_create(id="suicidal", action="test-kill-self", payload={},
-                                max_retries=2, retry_backoff_seconds=1)
+    task = services.task_create(
+        id="suicidal", action="test-kill-self", payload={}, max_retries=2, retry_backoff_seconds=1
+    )
     started = time.monotonic()
     first = services.task_execute(task=task)
 
@@ -31,7 +34,11 @@ def test_self_killing_run_is_retried_to_its_limit_then_failed(fault_worker: Star
     took = time.monotonic() - started
     attempts = chains(task)[first.id]
     assert [a.attempt for a in attempts] == [1, 2, 3]
-    assert [a.status for a in attempts] == [RunStatus.RETRYING, RunStatus.RETRYING, RunStatus.FAILED]
+    assert [a.status for a in attempts] == [
+        RunStatus.RETRYING,
+        RunStatus.RETRYING,
+        RunStatus.FAILED,
+    ]
     assert all(a.trigger == Trigger.RETRY for a in attempts[1:])
     assert all(a.error.startswith("worker lost:") for a in attempts), [a.error for a in attempts]
     # Each attempt executed exactly once, although each message was redelivered.
@@ -44,7 +51,15 @@ def test_self_killing_run_is_retried_to_its_limit_then_failed(fault_worker: Star
 
     echo = services.task_create(id="survivor", action="echo", payload={"message": "ok"})
     nxt = services.task_execute(task=echo)
-    wait_until(lambda: Run.objects.get(pk=nxt.pk).status == RunStatus.COMPLETED, timeout=15,
-               message="the worker to keep serving")
-    figures(attempts=3, executions=3, final="failed", seconds_to_failed=round(took, 1),
-            stall_window_s=STALL_SECONDS)
+    wait_until(
+        lambda: Run.objects.get(pk=nxt.pk).status == RunStatus.COMPLETED,
+        timeout=15,
+        message="the worker to keep serving",
+    )
+    figures(
+        attempts=3,
+        executions=3,
+        final="failed",
+        seconds_to_failed=round(took, 1),
+        stall_window_s=STALL_SECONDS,
+    )

@@ -19,12 +19,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 def ended(run: Run) -> Run | None:
     run.refresh_from_db()
-    return run if run.status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING) else None
+    return (
+        run if run.status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING) else None
+    )
 
 
-def test_soft_limit_fails_the_run_in_time_and_the_worker_keeps_serving(fault_worker: StartProc, figures: Figures) -> None:
+def test_soft_limit_fails_the_run_in_time_and_the_worker_keeps_serving(
+    fault_worker: StartProc, figures: Figures
+) -> None:
     worker = fault_worker(concurrency=1, hostname="limits-soft@%h")
-    slow = services.task_create(id="slow", action="sleep", payload={"seconds": 10}, timeout_seconds=2)
+    slow = services.task_create(
+        id="slow", action="sleep", payload={"seconds": 10}, timeout_seconds=2
+    )
     started = time.monotonic()
     run = services.task_execute(task=slow)
 
@@ -36,7 +42,9 @@ def test_soft_limit_fails_the_run_in_time_and_the_worker_keeps_serving(fault_wor
     assert (run.finished_at - run.started_at).total_seconds() < 3
 
     # The same single-process worker serves the next run.
-    echo = services.task_create(id="after-timeout", action="echo", payload={"message": "still here"})
+    echo = services.task_create(
+        id="after-timeout", action="echo", payload={"message": "still here"}
+    )
     nxt = services.task_execute(task=echo)
     wait_until(lambda: ended(nxt), timeout=10, message="the next run")
     assert nxt.status == RunStatus.COMPLETED and nxt.output == "still here"
@@ -45,12 +53,15 @@ def test_soft_limit_fails_the_run_in_time_and_the_worker_keeps_serving(fault_wor
     figures(limit_s=2, failed_after_s=round(took, 2), next_run="completed")
 
 
-def test_hard_limit_kill_still_records_the_timeout(fault_worker: StartProc, figures: Figures) -> None:
+def test_hard_limit_kill_still_records_the_timeout(
+    fault_worker: StartProc, figures: Figures
+) -> None:
     """The action swallows its soft limit; 5 s later the pool kills the process. No beat
     runs here: the worker's main process records the run, not the stall sweep."""
     worker = fault_worker(concurrency=1, hostname="limits-hard@%h")
-    stubborn = services.task_create(id="stubborn", action="test-ignore-soft-limit",
-                                    payload={"seconds": 60}, timeout_seconds=1)
+    stubborn = services.task_create(
+        id="stubborn", action="test-ignore-soft-limit", payload={"seconds": 60}, timeout_seconds=1
+    )
     started = time.monotonic()
     run = services.task_execute(task=stubborn)
 

@@ -13,13 +13,20 @@ pytestmark = pytest.mark.django_db
 
 
 def watched_task(**extra: object) -> Task:
-    return services.task_create(id="heartbeat", action="noop", schedule_type="interval",
-                                interval_seconds=60, alert_after_seconds=30, **extra)
+    return services.task_create(
+        id="heartbeat",
+        action="noop",
+        schedule_type="interval",
+        interval_seconds=60,
+        alert_after_seconds=30,
+        **extra,
+    )
 
 
 def fire(task: Task, at, status: str) -> Run:  # type: ignore[no-untyped-def]
-    return Run.objects.create(task=task, trigger=Trigger.SCHEDULE, status=status,
-                              scheduled_for=at, due_at=at)
+    return Run.objects.create(
+        task=task, trigger=Trigger.SCHEDULE, status=status, scheduled_for=at, due_at=at
+    )
 
 
 def test_a_fire_that_did_not_complete_raises_the_alarm_and_a_completion_clears_it(caplog) -> None:

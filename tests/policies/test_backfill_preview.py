@@ -19,7 +19,9 @@ def test_backfill_over_a_day_of_an_hourly_cron_creates_24_runs_with_their_instan
     task = hourly()
     start = datetime(2026, 5, 1, tzinfo=UTC)
     runs = services.task_backfill(task=task, start=start, end=start + timedelta(days=1), by="ops")
-    instants = sorted(r.scheduled_for for r in Run.objects.filter(task=task, trigger=Trigger.BACKFILL))
+    instants = sorted(
+        r.scheduled_for for r in Run.objects.filter(task=task, trigger=Trigger.BACKFILL)
+    )
     assert len(runs) == 24
     assert instants == [start + timedelta(hours=h) for h in range(1, 25)]
     # Backfilling the same range again records nothing twice.
@@ -37,28 +39,40 @@ def test_backfill_over_a_year_is_refused_and_writes_nothing() -> None:
 
 
 def test_backfill_of_an_interval_stays_on_the_schedule_grid() -> None:
-    task = services.task_create(id="every-15m", action="noop", schedule_type="interval",
-                                interval_seconds=900)
+    task = services.task_create(
+        id="every-15m", action="noop", schedule_type="interval", interval_seconds=900
+    )
     assert task.next_run_at is not None
     end = task.next_run_at - timedelta(hours=2)
     runs = services.task_backfill(task=task, start=end - timedelta(hours=1), end=end)
     assert len(runs) == 4
-    assert all((task.next_run_at - r.scheduled_for) % timedelta(seconds=900) == timedelta(0) for r in runs)
+    assert all(
+        (task.next_run_at - r.scheduled_for) % timedelta(seconds=900) == timedelta(0) for r in runs
+    )
 
 
 def test_backfill_needs_a_recurring_schedule() -> None:
     task = services.task_create(id="adhoc", action="noop")
     with pytest.raises(ValidationError, match="interval or cron"):
-        services.task_backfill(task=task, start=datetime(2026, 1, 1, tzinfo=UTC),
-                               end=datetime(2026, 1, 2, tzinfo=UTC))
+        services.task_backfill(
+            task=task, start=datetime(2026, 1, 1, tzinfo=UTC), end=datetime(2026, 1, 2, tzinfo=UTC)
+        )
 
 
 def test_preview_gives_next_fires_in_the_zone_and_in_utc_before_saving() -> None:
-    unsaved = Task(id="draft", action="noop", schedule_type="cron", cron="30 9 * * mon-fri",
-                   timezone="Europe/Berlin")
+    unsaved = Task(
+        id="draft",
+        action="noop",
+        schedule_type="cron",
+        cron="30 9 * * mon-fri",
+        timezone="Europe/Berlin",
+    )
     fires = selectors.task_preview(task=unsaved, count=5, now=datetime(2026, 3, 27, 12, tzinfo=UTC))
     assert [f.local.strftime("%a %d %H:%M %Z") for f in fires] == [
-        "Mon 30 09:30 CEST", "Tue 31 09:30 CEST", "Wed 01 09:30 CEST", "Thu 02 09:30 CEST",
+        "Mon 30 09:30 CEST",
+        "Tue 31 09:30 CEST",
+        "Wed 01 09:30 CEST",
+        "Thu 02 09:30 CEST",
         "Fri 03 09:30 CEST",
     ]
     assert fires[0].utc == datetime(2026, 3, 30, 7, 30, tzinfo=UTC)

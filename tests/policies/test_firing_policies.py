@@ -19,13 +19,17 @@ def fire(now):  # type: ignore[no-untyped-def]
 
 
 def instants(task: Task) -> list:  # type: ignore[type-arg]
-    return sorted(Run.objects.filter(task=task, trigger=Trigger.SCHEDULE)
-                  .values_list("scheduled_for", flat=True))
+    return sorted(
+        Run.objects.filter(task=task, trigger=Trigger.SCHEDULE).values_list(
+            "scheduled_for", flat=True
+        )
+    )
 
 
 def every_10s(task_id: str, **policy: object) -> Task:
-    task = services.task_create(id=task_id, action="noop", schedule_type="interval",
-                                interval_seconds=10, **policy)
+    task = services.task_create(
+        id=task_id, action="noop", schedule_type="interval", interval_seconds=10, **policy
+    )
     assert task.next_run_at is not None
     return task
 
@@ -63,8 +67,13 @@ def test_max_runs_stops_after_exactly_three() -> None:
 
 def test_end_at_stops_and_start_at_delays_the_first_fire() -> None:
     now = timezone.now()
-    later = services.task_create(id="from-later", action="noop", schedule_type="interval",
-                                 interval_seconds=10, start_at=now + timedelta(minutes=5))
+    later = services.task_create(
+        id="from-later",
+        action="noop",
+        schedule_type="interval",
+        interval_seconds=10,
+        start_at=now + timedelta(minutes=5),
+    )
     assert later.next_run_at == later.start_at  # an interval starts at start_at
     fire(now + timedelta(minutes=1))
     assert instants(later) == []
@@ -95,8 +104,14 @@ def test_jitter_shifts_due_time_but_keeps_the_instant() -> None:
 def test_policy_bounds_are_validated() -> None:
     now = timezone.now()
     with pytest.raises(ValidationError) as info:
-        services.task_create(id="bad-bounds", action="noop", schedule_type="interval",
-                             interval_seconds=10, start_at=now, end_at=now - timedelta(hours=1),
-                             jitter_seconds=10)
+        services.task_create(
+            id="bad-bounds",
+            action="noop",
+            schedule_type="interval",
+            interval_seconds=10,
+            start_at=now,
+            end_at=now - timedelta(hours=1),
+            jitter_seconds=10,
+        )
     assert info.value.message_dict["end_at"] == ["must be after start_at"]
     assert "shorter than interval_seconds" in info.value.message_dict["jitter_seconds"][0]

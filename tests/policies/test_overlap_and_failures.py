@@ -21,33 +21,59 @@ def intervals(task: Task) -> list[tuple]:  # type: ignore[type-arg]
 
 
 def test_overlap_skip_never_runs_two_at_once(worker, beat_factory) -> None:
-    task = services.task_create(id="slow-skip", action="sleep", payload={"seconds": 3},
-                                schedule_type="interval", interval_seconds=1, overlap_policy="skip")
+    task = services.task_create(
+        id="slow-skip",
+        action="sleep",
+        payload={"seconds": 3},
+        schedule_type="interval",
+        interval_seconds=1,
+        overlap_policy="skip",
+    )
     beat = beat_factory()
-    wait_until(lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() >= 2,
-               timeout=30, message="two completed runs")
+    wait_until(
+        lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() >= 2,
+        timeout=30,
+        message="two completed runs",
+    )
     services.task_pause(task=Task.objects.get(pk=task.pk), note="end of test")
     beat.stop()
-    wait_until(lambda: not Run.objects.filter(task=task, status=RunStatus.RUNNING).exists(),
-               timeout=10, message="the last run to finish")
+    wait_until(
+        lambda: not Run.objects.filter(task=task, status=RunStatus.RUNNING).exists(),
+        timeout=10,
+        message="the last run to finish",
+    )
     spans = intervals(task)
-    assert all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:], strict=False)), spans
-    skipped = Run.objects.filter(task=task, status=RunStatus.SKIPPED, error__contains="still running")
+    assert all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:], strict=False)), (
+        spans
+    )
+    skipped = Run.objects.filter(
+        task=task, status=RunStatus.SKIPPED, error__contains="still running"
+    )
     assert skipped.count() >= 2
-    assert len(set(Run.objects.filter(task=task).values_list("scheduled_for", flat=True))) == \
-        Run.objects.filter(task=task).count()  # every fire recorded once, skipped ones too
+    assert (
+        len(set(Run.objects.filter(task=task).values_list("scheduled_for", flat=True)))
+        == Run.objects.filter(task=task).count()
+    )  # every fire recorded once, skipped ones too
 
 
 def test_overlap_buffer_one_keeps_at_most_one_waiting(worker, beat_factory) -> None:
-    task = services.task_create(id="slow-buffer", action="sleep", payload={"seconds": 2.5},
-                                schedule_type="interval", interval_seconds=1,
-                                overlap_policy="buffer_one")
+    task = services.task_create(
+        id="slow-buffer",
+        action="sleep",
+        payload={"seconds": 2.5},
+        schedule_type="interval",
+        interval_seconds=1,
+        overlap_policy="buffer_one",
+    )
     beat_factory()
     most_waiting = 0
     deadline = time.monotonic() + 12
     while time.monotonic() < deadline:
-        waiting = Run.objects.filter(task=task, status__in=[RunStatus.PENDING, RunStatus.QUEUED],
-                                     due_at__lt=timezone.now() - timedelta(seconds=0.5)).count()
+        waiting = Run.objects.filter(
+            task=task,
+            status__in=[RunStatus.PENDING, RunStatus.QUEUED],
+            due_at__lt=timezone.now() - timedelta(seconds=0.5),
+        ).count()
         most_waiting = max(most_waiting, waiting)
         time.sleep(0.1)
     services.task_pause(task=Task.objects.get(pk=task.pk), note="end of test")
@@ -59,8 +85,14 @@ def test_overlap_buffer_one_keeps_at_most_one_waiting(worker, beat_factory) -> N
 
 
 def test_task_pauses_itself_after_three_consecutive_failures(worker, beat_factory) -> None:
-    task = services.task_create(id="flaky", action="fail", payload={"message": "upstream down"},
-                                schedule_type="interval", interval_seconds=1, pause_after_failures=3)
+    task = services.task_create(
+        id="flaky",
+        action="fail",
+        payload={"message": "upstream down"},
+        schedule_type="interval",
+        interval_seconds=1,
+        pause_after_failures=3,
+    )
     beat_factory()
     wait_until(lambda: Task.objects.get(pk=task.pk).paused, timeout=30, message="auto-pause")
     task.refresh_from_db()
@@ -69,7 +101,9 @@ def test_task_pauses_itself_after_three_consecutive_failures(worker, beat_factor
     assert "upstream down" in task.pause_note
     time.sleep(3)
     assert Run.objects.filter(task=task, status=RunStatus.FAILED).count() == 3
-    assert not Run.objects.filter(task=task, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists()
+    assert not Run.objects.filter(
+        task=task, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+    ).exists()
     services.task_resume(task=task, by="ops")
     assert Task.objects.get(pk=task.pk).consecutive_failures == 0
 
@@ -78,20 +112,55 @@ def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
     extra_queue, worker_factory
 ) -> None:
     queue = extra_queue  # no worker consumes it yet
-    task = services.task_create(id="nightly-report", action="noop", schedule_type="interval",
-                                interval_seconds=2, alert_after_seconds=2, queue=queue)
+    task = services.task_create(
+        id="nightly-report",
+        action="noop",
+        schedule_type="interval",
+        interval_seconds=2,
+        alert_after_seconds=2,
+        queue=queue,
+    )
     # Record its fires the way beat does.
-    wait_until(lambda: services.schedule_fire_due(now=timezone.now(), lookahead=timedelta(0)),
-               timeout=10, message="a fire")
+    wait_until(
+        lambda: services.schedule_fire_due(now=timezone.now(), lookahead=timedelta(0)),
+        timeout=10,
+        message="a fire",
+    )
     time.sleep(2.5)
     raised, _ = alarms.alarms_check(now=timezone.now())
     task.refresh_from_db()
     assert raised == 1 and task.alarm_since is not None
 
     worker_factory(TASKS_DEFAULT_QUEUE=queue)  # the worker comes back, runs the waiting fire
-    wait_until(lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).exists(),
-               timeout=20, message="the fire to complete")
+    wait_until(
+        lambda: Run.objects.filter(task=task, status=RunStatus.COMPLETED).exists(),
+        timeout=20,
+        message="the fire to complete",
+    )
     services.schedule_fire_due(now=timezone.now(), lookahead=timedelta(0))
-    wait_until(lambda: alarms.alarms_check(now=timezone.now())[1] == 1
-               or Task.objects.get(pk=task.pk).alarm_since is None, timeout=10, message="clear")
+    wait_until(
+        lambda: (
+            alarms.alarms_check(now=timezone.now())[1] == 1
+            or Task.objects.get(pk=task.pk).alarm_since is None
+        ),
+        timeout=10,
+        message="clear",
+    )
     assert Task.objects.get(pk=task.pk).alarm_since is None
+
+
+def test_max_runs_completes_the_task_after_exactly_three(worker, beat_factory) -> None:
+    task = services.task_create(
+        id="three-times", action="noop", schedule_type="interval", interval_seconds=1, max_runs=3
+    )
+    beat_factory()
+    wait_until(
+        lambda: Task.objects.get(pk=task.pk).status == "completed",
+        timeout=20,
+        message="the task to complete",
+    )
+    time.sleep(2)
+    task.refresh_from_db()
+    assert Run.objects.filter(task=task).count() == 3
+    assert Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() == 3
+    assert task.next_run_at is None and task.fire_count == 3

@@ -10,14 +10,21 @@ from tests.processes import Proc
 LEADER_LOG = "beat leadership acquired"
 
 
-def bulk_interval_tasks(prefix: str, count: int, *, every: int, first: datetime,
-                        queue: str | None = None) -> list[Task]:
+def bulk_interval_tasks(
+    prefix: str, count: int, *, every: int, first: datetime, queue: str | None = None
+) -> list[Task]:
     """Recurring tasks written directly (no beat entry needed: beat fires from the task rows)."""
     extra = {"queue": queue} if queue else {}
     tasks = [
-        Task(id=f"{prefix}-{i:05d}", action="noop", schedule_type="interval",
-             interval_seconds=every, next_run_at=first + timedelta(microseconds=i),
-             status=TaskStatus.PENDING, **extra)
+        Task(
+            id=f"{prefix}-{i:05d}",
+            action="noop",
+            schedule_type="interval",
+            interval_seconds=every,
+            next_run_at=first + timedelta(microseconds=i),
+            status=TaskStatus.PENDING,
+            **extra,
+        )
         for i in range(count)
     ]
     return Task.objects.bulk_create(tasks)
@@ -28,8 +35,11 @@ def leaders(*beats: Proc) -> list[Proc]:
 
 
 def fire_instants(task_id: str) -> list[datetime]:
-    return sorted(Run.objects.filter(task_id=task_id, trigger="schedule")
-                  .values_list("scheduled_for", flat=True))
+    return sorted(
+        Run.objects.filter(task_id=task_id, trigger="schedule").values_list(
+            "scheduled_for", flat=True
+        )
+    )
 
 
 def assert_unbroken(instants: list[datetime], every: timedelta) -> None:

@@ -55,10 +55,13 @@ def test_every_due_schedule_is_recorded_and_published_in_one_tick(private_queue)
         assert task.fire_count == 1
 
     # The same tick replayed (a restart that lost the advance, a second beat): nothing new.
-    Task.objects.filter(id__startswith="batch-").update(next_run_at=F("next_run_at") - timedelta(seconds=60))
+    Task.objects.filter(id__startswith="batch-").update(
+        next_run_at=F("next_run_at") - timedelta(seconds=60)
+    )
     assert services.schedule_fire_due(now=now, lookahead=timedelta(seconds=5)) == []
     assert Run.objects.filter(task__id__startswith="batch-").count() == len(tasks)
     assert queue_depth(private_queue) == len(tasks)
+
 
 def test_two_beats_fire_each_instant_once_and_only_the_leader_fires(worker, beat_factory) -> None:
     bulk_interval_tasks("pair", 20, every=1, first=timezone.now() + timedelta(seconds=2))
@@ -77,13 +80,19 @@ def test_two_beats_fire_each_instant_once_and_only_the_leader_fires(worker, beat
 def test_restart_neither_refires_nor_drops_an_instant(worker, beat_factory, how: str) -> None:
     bulk_interval_tasks(f"restart-{how}", 5, every=1, first=timezone.now() + timedelta(seconds=1))
     beat = beat_factory()
-    wait_until(lambda: Run.objects.filter(task_id=f"restart-{how}-00000").count() >= 3,
-               timeout=20, message="fires before the restart")
+    wait_until(
+        lambda: Run.objects.filter(task_id=f"restart-{how}-00000").count() >= 3,
+        timeout=20,
+        message="fires before the restart",
+    )
     beat.kill() if how == "kill" else beat.stop()
     before = fire_instants(f"restart-{how}-00000")
     beat = beat_factory()
-    wait_until(lambda: len(fire_instants(f"restart-{how}-00000")) >= len(before) + 3,
-               timeout=20, message="fires after the restart")
+    wait_until(
+        lambda: len(fire_instants(f"restart-{how}-00000")) >= len(before) + 3,
+        timeout=20,
+        message="fires after the restart",
+    )
     beat.stop()
     assert_unbroken(fire_instants(f"restart-{how}-00000"), timedelta(seconds=1))
 
@@ -93,14 +102,20 @@ def test_standby_takes_over_within_10s_after_kill_9(worker, beat_factory) -> Non
     beats = [beat_factory(), beat_factory()]
     [leader] = wait_until(lambda: leaders(*beats), timeout=15, message="a leader")
     [standby] = [b for b in beats if b is not leader]
-    wait_until(lambda: Run.objects.filter(task_id="failover-00000").count() >= 2, timeout=15,
-               message="the leader to fire")
+    wait_until(
+        lambda: Run.objects.filter(task_id="failover-00000").count() >= 2,
+        timeout=15,
+        message="the leader to fire",
+    )
 
     leader.kill()
     killed_at = timezone.now()
     wait_until(lambda: leaders(standby), timeout=10, message="the standby to take over")
     # The standby fires: a fire recorded after the kill, within 10 s of it.
-    wait_until(lambda: Run.objects.filter(task_id="failover-00000", created_at__gt=killed_at).exists(),
-               timeout=10, message="a fire recorded by the new leader")
+    wait_until(
+        lambda: Run.objects.filter(task_id="failover-00000", created_at__gt=killed_at).exists(),
+        timeout=10,
+        message="a fire recorded by the new leader",
+    )
     standby.stop()
     assert_unbroken(fire_instants("failover-00000"), timedelta(seconds=1))

@@ -40,16 +40,26 @@ def test_run_beyond_horizon_stays_pending_then_is_released_and_starts_on_time(
     assert str(run.id) not in held_etas()  # no message: no worker holds anything for it
 
     beat_factory()
-    wait_until(lambda: Run.objects.get(pk=run.pk).status != RunStatus.PENDING, timeout=HORIZON + 10,
-               message="beat to release the run")
+    wait_until(
+        lambda: Run.objects.get(pk=run.pk).status != RunStatus.PENDING,
+        timeout=HORIZON + 10,
+        message="beat to release the run",
+    )
     run.refresh_from_db()
     assert run.queued_at is not None and run.queued_at <= run.due_at  # released ahead of time
-    eta = wait_until(lambda: held_etas().get(str(run.id)), timeout=5, interval=0.2,
-                     message="a worker to hold the released run's ETA message")
+    eta = wait_until(
+        lambda: held_etas().get(str(run.id)),
+        timeout=5,
+        interval=0.2,
+        message="a worker to hold the released run's ETA message",
+    )
     assert datetime.fromisoformat(eta) == run.due_at  # the exact, sub-second instant
 
-    wait_until(lambda: Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED, timeout=HORIZON + 15,
-               message="the released run to complete")
+    wait_until(
+        lambda: Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED,
+        timeout=HORIZON + 15,
+        message="the released run to complete",
+    )
     run.refresh_from_db()
     assert run.started_at >= run.due_at  # never early
     assert run.lateness_ms is not None and 0 <= run.lateness_ms < 1000
@@ -71,8 +81,12 @@ def unreachable_broker():
         project_app.set_current()
 
 
-def test_failed_publish_leaves_runs_pending_and_they_go_out_later(worker, unreachable_broker) -> None:
-    task = services.task_create(id="publish-fails", action="echo", payload={"message": "late but sent"})
+def test_failed_publish_leaves_runs_pending_and_they_go_out_later(
+    worker, unreachable_broker
+) -> None:
+    task = services.task_create(
+        id="publish-fails", action="echo", payload={"message": "late but sent"}
+    )
     single = services.task_execute(task=task)  # published at commit: one by one
     near = timezone.now() + timedelta(seconds=1)
     batch = [services.task_schedule_once(task=task, run_at=near) for _ in range(3)]
@@ -84,6 +98,9 @@ def test_failed_publish_leaves_runs_pending_and_they_go_out_later(worker, unreac
     project_app.set_current()  # the broker is reachable again
     assert dispatch.release_due_runs() == 4
     for run in [single, *batch]:
-        wait_until(lambda r=run: Run.objects.get(pk=r.pk).status == RunStatus.COMPLETED,
-                   timeout=20, message="the run to complete once published")
+        wait_until(
+            lambda r=run: Run.objects.get(pk=r.pk).status == RunStatus.COMPLETED,
+            timeout=20,
+            message="the run to complete once published",
+        )
     assert Run.objects.get(pk=single.pk).output == "late but sent"

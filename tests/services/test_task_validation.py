@@ -36,8 +36,14 @@ def test_malformed_cron() -> None:
 
 
 def test_unknown_time_zone() -> None:
-    message = refused("timezone", id="t1", action="noop", schedule_type="cron", cron="0 9 * * *",
-                      timezone="Europe/Atlantis")
+    message = refused(
+        "timezone",
+        id="t1",
+        action="noop",
+        schedule_type="cron",
+        cron="0 9 * * *",
+        timezone="Europe/Atlantis",
+    )
     assert "unknown time zone 'Europe/Atlantis'" in message
 
 
@@ -64,8 +70,10 @@ def test_duplicate_id_is_a_conflict() -> None:
 def test_bad_delays_are_refused(kwargs: dict[str, object], field: str, message: str) -> None:
     task = services.task_create(id="t1", action="noop")
     now = timezone.now()
-    kwargs = {k: {"past": now - timedelta(minutes=1), "future": now + timedelta(minutes=1)}.get(v, v)  # type: ignore[call-overload]
-              for k, v in kwargs.items()}
+    kwargs = {
+        k: {"past": now - timedelta(minutes=1), "future": now + timedelta(minutes=1)}.get(v, v)  # type: ignore[call-overload]
+        for k, v in kwargs.items()
+    }
     with pytest.raises(ValidationError) as info:
         services.task_schedule_once(task=task, **kwargs)  # type: ignore[arg-type]
     assert message in " ".join(info.value.message_dict[field])
@@ -80,11 +88,16 @@ def test_max_delay_is_a_setting(settings: object) -> None:
 
 
 def test_recurring_task_owns_one_beat_entry_kept_in_step() -> None:
-    task = services.task_create(id="t1", action="noop", schedule_type="cron", cron="0 9 * * 1-5",
-                                timezone="Europe/Berlin")
+    task = services.task_create(
+        id="t1", action="noop", schedule_type="cron", cron="0 9 * * 1-5", timezone="Europe/Berlin"
+    )
     entry = task.periodic_task
     assert entry is not None and entry.crontab is not None
-    assert (entry.crontab.hour, entry.crontab.day_of_week, str(entry.crontab.timezone)) == ("9", "1-5", "Europe/Berlin")
+    assert (entry.crontab.hour, entry.crontab.day_of_week, str(entry.crontab.timezone)) == (
+        "9",
+        "1-5",
+        "Europe/Berlin",
+    )
     assert task.status == TaskStatus.PENDING and task.next_run_at is not None
 
     services.task_pause(task=task, note="holiday", by="ops")
@@ -98,4 +111,5 @@ def test_recurring_task_owns_one_beat_entry_kept_in_step() -> None:
     services.task_update(task=task, data={"schedule_type": "none"})
     assert task.periodic_task is None
     from django_celery_beat.models import PeriodicTask
+
     assert not PeriodicTask.objects.filter(name="task:t1").exists()

@@ -20,5 +20,9 @@ class Command(BaseCommand):
         username = os.environ.get("DJANGO_SUPERUSER_USERNAME", "admin")
         password = os.environ.get("DJANGO_SUPERUSER_PASSWORD") or secrets.token_urlsafe(12)
         User.objects.create_superuser(username=username, email="", password=password)
-        shown = "(from DJANGO_SUPERUSER_PASSWORD)" if "DJANGO_SUPERUSER_PASSWORD" in os.environ else password
+        shown = (
+            "(from DJANGO_SUPERUSER_PASSWORD)"
+            if "DJANGO_SUPERUSER_PASSWORD" in os.environ
+            else password
+        )
         self.stdout.write(f"Created admin login: user '{username}', password {shown}")

@@ -94,7 +94,11 @@ def relative(value: datetime | None, now: datetime) -> str:
         return "now"
     for unit, length in (("d", 86400), ("h", 3600), ("min", 60)):
         if size >= length:
-            text = f"{size / length:.0f} {unit}" if size / length >= 10 else f"{size / length:.1f}".rstrip("0").rstrip(".") + f" {unit}"
+            text = (
+                f"{size / length:.0f} {unit}"
+                if size / length >= 10
+                else f"{size / length:.1f}".rstrip("0").rstrip(".") + f" {unit}"
+            )
             break
     else:
         text = f"{size:.0f} s"
@@ -102,10 +106,14 @@ def relative(value: datetime | None, now: datetime) -> str:
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
-              for i, h in enumerate(headers)]
+    widths = [
+        max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
+        for i, h in enumerate(headers)
+    ]
     lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += [
+        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -142,17 +150,26 @@ class Command(BaseCommand):
         def task_fields(p: CommandParser, *, creating: bool) -> None:
             what = p.add_mutually_exclusive_group(required=creating)
             what.add_argument("--action", help="a registered action (see GET /api/actions)")
-            what.add_argument("--command", type=argv, metavar="'PROGRAM ARGS'",
-                              help="shorthand for --action exec with payload {\"argv\": [...]} (split like a shell, run without one)")
-            p.add_argument("--payload", type=json_object, help="the action's payload, a JSON object")
+            what.add_argument(
+                "--command",
+                type=argv,
+                metavar="'PROGRAM ARGS'",
+                help='shorthand for --action exec with payload {"argv": [...]} (split like a shell, run without one)',
+            )
+            p.add_argument(
+                "--payload", type=json_object, help="the action's payload, a JSON object"
+            )
             p.add_argument("--name")
             p.add_argument("--description")
             p.add_argument("--queue")
             p.add_argument("--priority", type=int, help="0-9")
             p.add_argument("--max-retries", type=int)
             p.add_argument("--timeout", type=duration, help="per-run time limit (90s, 15m, 2h)")
-            p.add_argument("--expires-after", type=duration,
-                           help="a run that could not start this long after its due time expires")
+            p.add_argument(
+                "--expires-after",
+                type=duration,
+                help="a run that could not start this long after its due time expires",
+            )
             recurring = p.add_mutually_exclusive_group()
             recurring.add_argument("--every", type=duration, help="interval schedule (30s, 5m, 1h)")
             recurring.add_argument("--cron", help="cron schedule, 5 fields ('0 9 * * 1-5')")
@@ -161,11 +178,22 @@ class Command(BaseCommand):
 
         def one_off(p: CommandParser, *, required: bool) -> None:
             when = p.add_mutually_exclusive_group(required=required)
-            when.add_argument("--in", dest="delay", type=duration, metavar="DURATION",
-                              help="one run after 90s, 15m, 2h or 1d")
-            when.add_argument("--at", type=instant, metavar="ISO-8601", help="one run at this instant")
-            p.add_argument("--expires-in", type=duration, metavar="DURATION",
-                           help="the one run expires if not started this long after its due time")
+            when.add_argument(
+                "--in",
+                dest="delay",
+                type=duration,
+                metavar="DURATION",
+                help="one run after 90s, 15m, 2h or 1d",
+            )
+            when.add_argument(
+                "--at", type=instant, metavar="ISO-8601", help="one run at this instant"
+            )
+            p.add_argument(
+                "--expires-in",
+                type=duration,
+                metavar="DURATION",
+                help="the one run expires if not started this long after its due time",
+            )
 
         p = verb("create", "create a task")
         p.add_argument("id", nargs="?", help="task id (slug characters); generated when omitted")
@@ -175,7 +203,9 @@ class Command(BaseCommand):
         p = verb("list", "list tasks")
         p.add_argument("--status", action="append", help="repeat for several")
         p.add_argument("--action")
-        p.add_argument("--schedule-type", action="append", choices=["none", "once", "interval", "cron"])
+        p.add_argument(
+            "--schedule-type", action="append", choices=["none", "once", "interval", "cron"]
+        )
         p.add_argument("--search", help="in id and name")
         p.add_argument("--limit", type=int, default=100)
 
@@ -207,7 +237,9 @@ class Command(BaseCommand):
         p.add_argument("id", nargs="?", help="only this task's runs")
         p.add_argument("--status", action="append", help="repeat for several")
         p.add_argument("--trigger", action="append")
-        p.add_argument("--dead", action="store_true", help="only failed (after retries) and expired runs")
+        p.add_argument(
+            "--dead", action="store_true", help="only failed (after retries) and expired runs"
+        )
         p.add_argument("--limit", type=int, default=50)
 
         verb("cancel", "cancel a pending or queued run").add_argument("run_id")
@@ -252,7 +284,11 @@ class Command(BaseCommand):
         return task
 
     def run(self, run_id: str) -> Run:
-        run = Run.objects.select_related("task").filter(pk=run_id).first() if _is_uuid(run_id) else None
+        run = (
+            Run.objects.select_related("task").filter(pk=run_id).first()
+            if _is_uuid(run_id)
+            else None
+        )
         if run is None:
             raise CommandError(f"no run with id {run_id!r}", returncode=1)
         return run
@@ -268,11 +304,19 @@ class Command(BaseCommand):
             data["action"] = options["action"]
         if options.get("payload") is not None:
             data["payload"] = options["payload"]
-        for option, field in (("name", "name"), ("description", "description"), ("queue", "queue"),
-                              ("priority", "priority"), ("max_retries", "max_retries")):
+        for option, field in (
+            ("name", "name"),
+            ("description", "description"),
+            ("queue", "queue"),
+            ("priority", "priority"),
+            ("max_retries", "max_retries"),
+        ):
             if options.get(option) is not None:
                 data[field] = options[option]
-        for option, field in (("timeout", "timeout_seconds"), ("expires_after", "expires_after_seconds")):
+        for option, field in (
+            ("timeout", "timeout_seconds"),
+            ("expires_after", "expires_after_seconds"),
+        ):
             if options.get(option) is not None:
                 data[field] = _whole_seconds(options[option], option)
         data.update(self.recurring(options))
@@ -280,9 +324,16 @@ class Command(BaseCommand):
 
     def recurring(self, options: dict[str, Any]) -> dict[str, Any]:
         if options.get("every") is not None:
-            return {"schedule_type": "interval", "interval_seconds": _whole_seconds(options["every"], "every")}
+            return {
+                "schedule_type": "interval",
+                "interval_seconds": _whole_seconds(options["every"], "every"),
+            }
         if options.get("cron"):
-            return {"schedule_type": "cron", "cron": options["cron"], "timezone": options.get("timezone") or "UTC"}
+            return {
+                "schedule_type": "cron",
+                "cron": options["cron"],
+                "timezone": options.get("timezone") or "UTC",
+            }
         if options.get("on_demand"):
             return {"schedule_type": "none"}
         if options.get("timezone"):
@@ -293,8 +344,12 @@ class Command(BaseCommand):
 
     def do_create(self, o: dict[str, Any]) -> None:
         task, run = services.task_create_with_run(
-            id=o.get("id"), by=self.by, fields=self.fields(o),
-            delay_seconds=o.get("delay"), run_at=o.get("at"), expires_in_seconds=o.get("expires_in"),
+            id=o.get("id"),
+            by=self.by,
+            fields=self.fields(o),
+            delay_seconds=o.get("delay"),
+            run_at=o.get("at"),
+            expires_in_seconds=o.get("expires_in"),
         )
         text = f"created task {task.id}"
         if run is not None:
@@ -303,29 +358,62 @@ class Command(BaseCommand):
 
     def do_list(self, o: dict[str, Any]) -> None:
         params: dict[str, Any] = {}
-        for option, name in (("status", "status"), ("action", "action"),
-                             ("schedule_type", "schedule_type"), ("search", "search")):
+        for option, name in (
+            ("status", "status"),
+            ("action", "action"),
+            ("schedule_type", "schedule_type"),
+            ("search", "search"),
+        ):
             if o.get(option):
                 params[name] = o[option]
         tasks = list(filters.filter_tasks(Task.objects.all(), params)[: max(o["limit"], 0)])
-        rows = [[t.id, t.name or "-", t.action, schedule_text(t), t.status, relative(t.next_run_at, self.now)]
-                for t in tasks]
-        self.out(TaskOutputSerializer(tasks, many=True).data,
-                 table(rows, ["ID", "NAME", "ACTION", "SCHEDULE", "STATUS", "NEXT RUN"]))
+        rows = [
+            [
+                t.id,
+                t.name or "-",
+                t.action,
+                schedule_text(t),
+                t.status,
+                relative(t.next_run_at, self.now),
+            ]
+            for t in tasks
+        ]
+        self.out(
+            TaskOutputSerializer(tasks, many=True).data,
+            table(rows, ["ID", "NAME", "ACTION", "SCHEDULE", "STATUS", "NEXT RUN"]),
+        )
 
     def do_get(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
         runs = list(task.runs.select_related("task").order_by("-due_at")[:5])
         lines = [
-            ("id", task.id), ("name", task.name or "-"), ("action", task.action),
-            ("payload", json.dumps(task.payload)), ("schedule", schedule_text(task)),
+            ("id", task.id),
+            ("name", task.name or "-"),
+            ("action", task.action),
+            ("payload", json.dumps(task.payload)),
+            ("schedule", schedule_text(task)),
             ("status", task.status),
-            *([("paused", f"by {task.paused_by or '-'} {relative(task.paused_at, self.now)}: "
-                          f"{task.pause_note or '(no note)'}")] if task.paused else []),
-            *([("alarm", f"since {relative(task.alarm_since, self.now)}: {task.alarm_note}")]
-              if task.alarm_since else []),
-            ("next run", f"{relative(task.next_run_at, self.now)}"
-                         f"{' (' + task.next_run_at.isoformat() + ')' if task.next_run_at else ''}"),
+            *(
+                [
+                    (
+                        "paused",
+                        f"by {task.paused_by or '-'} {relative(task.paused_at, self.now)}: "
+                        f"{task.pause_note or '(no note)'}",
+                    )
+                ]
+                if task.paused
+                else []
+            ),
+            *(
+                [("alarm", f"since {relative(task.alarm_since, self.now)}: {task.alarm_note}")]
+                if task.alarm_since
+                else []
+            ),
+            (
+                "next run",
+                f"{relative(task.next_run_at, self.now)}"
+                f"{' (' + task.next_run_at.isoformat() + ')' if task.next_run_at else ''}",
+            ),
             ("queue / priority", f"{task.queue} / {task.priority}"),
             ("retries", f"{task.max_retries}, backoff {task.retry_backoff_seconds} s"),
             ("updated", relative(task.updated_at, self.now)),
@@ -359,13 +447,21 @@ class Command(BaseCommand):
             if o.get("expires_in") is not None:
                 raise CommandError("--expires-in goes with --in or --at", returncode=2)
             task = services.task_update(task=task, data=self.recurring(o), by=self.by)
-            self.out(TaskOutputSerializer(task).data,
-                     f"task {task.id}: {schedule_text(task)}, next fire {relative(task.next_run_at, self.now)}")
+            self.out(
+                TaskOutputSerializer(task).data,
+                f"task {task.id}: {schedule_text(task)}, next fire {relative(task.next_run_at, self.now)}",
+            )
             return
-        run = services.task_schedule_once(task=task, delay_seconds=o.get("delay"), run_at=o.get("at"),
-                                          expires_in_seconds=o.get("expires_in"))
-        self.out(RunOutputSerializer(run).data,
-                 f"run {run.id} of {task.id} due {relative(run.due_at, self.now)} ({run.due_at.isoformat()})")
+        run = services.task_schedule_once(
+            task=task,
+            delay_seconds=o.get("delay"),
+            run_at=o.get("at"),
+            expires_in_seconds=o.get("expires_in"),
+        )
+        self.out(
+            RunOutputSerializer(run).data,
+            f"run {run.id} of {task.id} due {relative(run.due_at, self.now)} ({run.due_at.isoformat()})",
+        )
 
     def do_pause(self, o: dict[str, Any]) -> None:
         task = services.task_pause(task=self.task(o["id"]), note=o["note"], by=self.by)
@@ -373,7 +469,10 @@ class Command(BaseCommand):
 
     def do_resume(self, o: dict[str, Any]) -> None:
         task = services.task_resume(task=self.task(o["id"]), by=self.by)
-        self.out(TaskOutputSerializer(task).data, f"resumed task {task.id}; next run {relative(task.next_run_at, self.now)}")
+        self.out(
+            TaskOutputSerializer(task).data,
+            f"resumed task {task.id}; next run {relative(task.next_run_at, self.now)}",
+        )
 
     def do_runs(self, o: dict[str, Any]) -> None:
         qs: QuerySet[Run] = self.task(o["id"]).runs.all() if o.get("id") else Run.objects.all()
@@ -390,29 +489,53 @@ class Command(BaseCommand):
         self.out(RunOutputSerializer(run).data, f"run {run.id} (attempt {run.attempt}) queued")
 
     def do_backfill(self, o: dict[str, Any]) -> None:
-        runs = services.task_backfill(task=self.task(o["id"]), start=o["start"], end=o["end"], by=self.by)
-        self.out({"created": len(runs), "runs": RunOutputSerializer(runs, many=True).data},
-                 f"created {len(runs)} backfill runs" + ("\n" + self.runs_table(runs) if runs else ""))
+        runs = services.task_backfill(
+            task=self.task(o["id"]), start=o["start"], end=o["end"], by=self.by
+        )
+        self.out(
+            {"created": len(runs), "runs": RunOutputSerializer(runs, many=True).data},
+            f"created {len(runs)} backfill runs" + ("\n" + self.runs_table(runs) if runs else ""),
+        )
 
     def do_preview(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
         fires = selectors.task_preview(task=task, count=o["count"], now=self.now)
-        data = {"task": task.id, "timezone": task.timezone,
-                "fires": [{"utc": f.utc.isoformat(), "local": f.local.isoformat()} for f in fires]}
+        data = {
+            "task": task.id,
+            "timezone": task.timezone,
+            "fires": [{"utc": f.utc.isoformat(), "local": f.local.isoformat()} for f in fires],
+        }
         rows = [[f.utc.isoformat(), f.local.isoformat(), relative(f.utc, self.now)] for f in fires]
-        self.out(data, table(rows, ["UTC", f"LOCAL ({task.timezone})", "WHEN"]) if rows else "no upcoming fires")
+        self.out(
+            data,
+            table(rows, ["UTC", f"LOCAL ({task.timezone})", "WHEN"])
+            if rows
+            else "no upcoming fires",
+        )
 
     def runs_table(self, runs: Sequence[Run]) -> str:
-        rows = [[str(r.id), r.task_id, r.trigger, r.status, str(r.attempt), relative(r.due_at, self.now),
-                 relative(r.started_at, self.now),
-                 "-" if r.duration_ms is None else f"{r.duration_ms} ms"] for r in runs]
+        rows = [
+            [
+                str(r.id),
+                r.task_id,
+                r.trigger,
+                r.status,
+                str(r.attempt),
+                relative(r.due_at, self.now),
+                relative(r.started_at, self.now),
+                "-" if r.duration_ms is None else f"{r.duration_ms} ms",
+            ]
+            for r in runs
+        ]
         return table(rows, ["RUN", "TASK", "TRIGGER", "STATUS", "TRY", "DUE", "STARTED", "TOOK"])
 
 
 def _whole_seconds(value: float, option: str) -> int:
     if value != int(value) or value < 1:
-        raise CommandError(f"--{option.replace('_', '-')} must be a whole number of seconds, at least 1s",
-                           returncode=2)
+        raise CommandError(
+            f"--{option.replace('_', '-')} must be a whole number of seconds, at least 1s",
+            returncode=2,
+        )
     return int(value)
 
 
