@@ -78,7 +78,10 @@ def measure_raw(n: int, *, same_delivery: bool = False) -> dict[str, Any]:
     """Raw Celery no-op tasks; ``same_delivery``: with our delivery settings instead of
     Celery's defaults (early ack, prefetch multiplier 4), loaded by the anchor worker from a
     config module (``CELERY_CONFIG_MODULE``) written for the run."""
-    queue, key = f"bench-raw-{os.getpid()}", f"bench:raw:{os.getpid()}"
+    # A fresh queue name per measurement: kombu remembers which queues a pooled connection
+    # declared, so re-using a name deleted by the previous measurement drops the messages.
+    suffix = f"{os.getpid()}-{'same' if same_delivery else 'default'}"
+    queue, key = f"bench-raw-{suffix}", f"bench:raw:{suffix}"
     env = {"ANCHOR_MODE": "classic", "ANCHOR_QUEUE": queue, "ANCHOR_KEY": key}
     if same_delivery:
         config_dir = Path(tempfile.mkdtemp(prefix="bench-anchor-config-"))
