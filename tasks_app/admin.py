@@ -592,7 +592,7 @@ class RunAdmin(admin.ModelAdmin):
     def celery_result(self, run: Run) -> SafeString | str:
         result = TaskResult.objects.filter(task_id=str(run.id)).first()
         if result is None:
-            return "no Celery result stored (yet)"
+            return "none: Celery stores a result only when the task itself errs; the outcome is on this run"
         return format_html(
             "<table class='tasks-kv'><tr><th>state</th><td>{}</td></tr><tr><th>worker</th><td>{}</td></tr>"
             "<tr><th>done</th><td>{}</td></tr><tr><th>result</th><td><pre class='tasks-output'>{}</pre></td></tr>"
