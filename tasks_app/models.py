@@ -255,6 +255,12 @@ class Run(models.Model):
                 name="run_pending_due_idx",
                 condition=models.Q(status="pending"),
             ),
+            # Beat's sweep: waiting runs past their deadline (no scan of a large backlog).
+            models.Index(
+                fields=["expires_at"],
+                name="run_waiting_expiry_idx",
+                condition=models.Q(status__in=["pending", "queued"], expires_at__isnull=False),
+            ),
             models.Index(fields=["task", "-due_at"], name="run_task_due_idx"),
             models.Index(fields=["status", "-due_at"], name="run_status_due_idx"),
         ]
