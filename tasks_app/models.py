@@ -213,7 +213,8 @@ class Task(models.Model):
 
 class Run(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
+    # No index of its own: run_task_due_idx (task, -due_at) serves every lookup by task.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs", db_index=False)
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
     attempt = models.PositiveIntegerField(default=1)
