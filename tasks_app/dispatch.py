@@ -93,7 +93,7 @@ def _publish(which: Q, *, now: datetime, limit: int) -> int:
         Run.objects.filter(id__in=[r.id for r in runs], status=RunStatus.PENDING).update(
             status=RunStatus.QUEUED, queued_at=now
         )
-    return _send(runs, now=now)
+    return send_queued(runs, now=now)
 
 
 def send_queued(runs: list[Run], *, now: datetime) -> int:
@@ -102,10 +102,6 @@ def send_queued(runs: list[Run], *, now: datetime) -> int:
     Runs whose publish failed go back to ``pending`` (a conditional update from ``queued``)
     and the next release pass sends them again.
     """
-    return _send(runs, now=now)
-
-
-def _send(runs: list[Run], *, now: datetime) -> int:
     if not runs:
         return 0
     if len(runs) > 1 and BatchPublisher.supported(current_app):

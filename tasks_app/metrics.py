@@ -27,7 +27,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
-import time
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
@@ -74,13 +73,14 @@ DEFAULT_ALLOWED_NETWORKS = ("127.0.0.0/8", "::1/128")
 # --- beat heartbeat -----------------------------------------------------------------------
 
 
-def beat_tick_record(*, duration_seconds: float, at: float | None = None) -> None:
-    """Called by beat after every tick: when it ran and how long it took.
+def beat_tick_record(*, duration_seconds: float) -> None:
+    """Called by beat after every leader pass: how long it took (when beat last ticked is
+    :func:`tasks_app.health.last_beat_tick`).
 
     Never raises (a cache outage must not stop beat).
     """
     try:
-        cache.set(BEAT_TICK_KEY, {"at": at or time.time(), "duration": duration_seconds}, None)
+        cache.set(BEAT_TICK_KEY, duration_seconds, None)
     except Exception:
         log.warning("could not record the beat heartbeat", exc_info=True)
 
@@ -88,7 +88,7 @@ def beat_tick_record(*, duration_seconds: float, at: float | None = None) -> Non
 def beat_tick_duration_get() -> float | None:
     """How long beat's last tick took, in seconds, or ``None`` if never recorded."""
     value = cache.get(BEAT_TICK_KEY)
-    return float(value["duration"]) if isinstance(value, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 # --- the collector ------------------------------------------------------------------------

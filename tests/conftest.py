@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.processes import Proc, start_beat, start_worker
+from tests.processes import Proc, delete_queue, start_beat, start_worker
 
 
 @pytest.fixture(scope="session")
@@ -20,13 +20,7 @@ def _session_queue(django_db_setup: None) -> Iterator[str]:
 
     queue = settings.CELERY_TASK_DEFAULT_QUEUE
     yield queue
-    from project.celery import app
-
-    try:
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_delete(queue)
-    except Exception:  # the queue may never have been declared
-        pass
+    delete_queue(queue)
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +65,4 @@ def extra_queue(_session_queue: str, request: pytest.FixtureRequest) -> Iterator
     """A broker queue of this session that only the test's own worker consumes; deleted after."""
     name = f"{_session_queue}-{request.node.name[:40]}"
     yield name
-    from project.celery import app
-
-    try:
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_delete(name)
-    except Exception:  # never declared
-        pass
+    delete_queue(name)

@@ -39,6 +39,17 @@ def wait_until(
         time.sleep(interval)
 
 
+def delete_queue(name: str) -> None:
+    """Delete a broker queue a test session created; nothing if it was never declared."""
+    from project.celery import app
+
+    try:
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_delete(name)
+    except Exception:  # never declared (or the broker is away: nothing left to clean)
+        pass
+
+
 def test_database_url() -> str:
     cfg = connection.settings_dict
     if cfg["ENGINE"].endswith("sqlite3"):

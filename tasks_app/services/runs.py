@@ -176,7 +176,7 @@ def _claim_general(run_id: str, *, worker: str) -> Run | None:
         log.info("run %s is %s; message ignored", run_id, run.status if run else "gone")
         return None
     now = timezone.now()
-    deadline = _deadline(run)
+    deadline = run.expires_at
     if deadline is not None and now > deadline:
         expired = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
             status=RunStatus.EXPIRED,
@@ -282,13 +282,7 @@ def _task_after_success(task_id: str) -> None:
     """
     Task.objects.filter(pk=task_id).update(
         status=Case(
-            When(paused=True, then=F("status")),
-            When(
-                schedule_type__in=RECURRING,
-                next_run_at__isnull=False,
-                then=Value(TaskStatus.PENDING),
-            ),
-            default=Value(TaskStatus.COMPLETED),
+            When(paused=True, then=F("status")), default=_status_after(TaskStatus.COMPLETED)
         ),
         next_run_at=Case(When(paused=True, then=F("next_run_at")), default=next_run_at_expr()),
         consecutive_failures=0,
@@ -546,15 +540,18 @@ def task_after_run(task_id: str, status: str) -> None:
     ``pending`` while they will fire again (a finished schedule — ``max_runs`` reached,
     ``end_at`` passed — ends with its last run's status)."""
     Task.objects.filter(pk=task_id, paused=False).update(
-        status=Case(
-            When(
-                schedule_type__in=RECURRING,
-                next_run_at__isnull=False,
-                then=Value(TaskStatus.PENDING),
-            ),
-            default=Value(status),
+        status=_status_after(status), next_run_at=next_run_at_expr()
+    )
+
+
+def _status_after(status: str) -> Case:
+    """The task's status once a run ended ``status``: a recurring task that will fire again
+    is back to ``pending`` (the Postgres fast path spells the same rule in SQL)."""
+    return Case(
+        When(
+            schedule_type__in=RECURRING, next_run_at__isnull=False, then=Value(TaskStatus.PENDING)
         ),
-        next_run_at=next_run_at_expr(),
+        default=Value(status),
     )
 
 
@@ -692,10 +689,6 @@ def _complete_fast(run: Run, *, now: datetime, output: str, truncated: bool, res
     run.status, run.finished_at = RunStatus.COMPLETED, now
     run.output, run.truncated, run.result = output, truncated, result
     return True
-
-
-def _deadline(run: Run) -> datetime | None:
-    return run.expires_at
 
 
 def _last_attempt(run: Run) -> int:

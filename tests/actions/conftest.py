@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.processes import Proc, start_worker
+from tests.processes import Proc, delete_queue, start_worker
 
 LOOPBACK_ONLY = "127.0.0.1/32"
 WORKER_EXEC_ALLOWLIST = ["echo", "env", "printenv"]
@@ -110,13 +110,7 @@ def secret_token() -> str:
 def actions_queue(_session_queue: str) -> Iterator[str]:
     queue = f"{_session_queue}-actions"
     yield queue
-    from project.celery import app
-
-    try:
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_delete(queue)
-    except Exception:  # never declared
-        pass
+    delete_queue(queue)
 
 
 @pytest.fixture(scope="session")
