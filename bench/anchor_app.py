@@ -56,3 +56,24 @@ def anchor(due: float, tag: str = "") -> None:
 @app.task(name="bench.raw_noop")
 def raw_noop() -> None:
     store().rpush(RESULTS_KEY, f"{time.time():.6f}")
+
+
+_pg = None
+FLOOR_ROWS = 200  # table bench_floor, made by bench.execution
+
+
+@app.task(name="bench.raw_two_writes")
+def raw_two_writes(slot: int) -> None:
+    """A no-op that durably records its start and its end: two autocommitted one-row
+    ``UPDATE`` round trips to Postgres (prepared), nothing else."""
+    global _pg
+    if _pg is None:
+        import psycopg
+
+        _pg = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
+    started = time.time()
+    _pg.execute("UPDATE bench_floor SET started = started + 1 WHERE id = %s", [slot], prepare=True)
+    _pg.execute(
+        "UPDATE bench_floor SET finished = finished + 1 WHERE id = %s", [slot], prepare=True
+    )
+    store().rpush(RESULTS_KEY, f"{started:.6f}")

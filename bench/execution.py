@@ -6,7 +6,9 @@ while the worker runs (it declares the queue). The rate is
 ``(n - 1) / (last start - first start)``. Ours records claim (queued -> running), the action,
 completion, lateness and the task's status per run; raw Celery records one timestamp. An extra
 anchor row runs raw Celery with our delivery settings (late ack, prefetch 1), to tell what the
-delivery guarantees cost from what the recorded lifecycle costs.
+delivery guarantees cost from what the recorded lifecycle costs, and a floor row runs raw Celery
+tasks with our delivery settings that each make two one-row Postgres writes (start and end),
+the least any design recording both ends of every run durably can cost.
 """
 
 from __future__ import annotations
@@ -74,16 +76,22 @@ worker_prefetch_multiplier = 1
 """
 
 
-def measure_raw(n: int, *, same_delivery: bool = False) -> dict[str, Any]:
-    """Raw Celery no-op tasks; ``same_delivery``: with our delivery settings instead of
-    Celery's defaults (early ack, prefetch multiplier 4), loaded by the anchor worker from a
-    config module (``CELERY_CONFIG_MODULE``) written for the run."""
+def measure_raw(n: int, *, kind: str = "default") -> dict[str, Any]:
+    """Raw Celery tasks on their own queue. ``kind``:
+
+    - ``default``: no-op tasks, Celery's default delivery (early ack, prefetch multiplier 4);
+    - ``same``: no-op tasks with our delivery settings (a config module,
+      ``CELERY_CONFIG_MODULE``, written for the run);
+    - ``floor``: our delivery settings and time limits, and each task makes two one-row
+      ``UPDATE`` round trips to Postgres (its start and its end, autocommitted): what any
+      design that durably records both ends of every run pays on this machine.
+    """
     # A fresh queue name per measurement: kombu remembers which queues a pooled connection
     # declared, so re-using a name deleted by the previous measurement drops the messages.
-    suffix = f"{os.getpid()}-{'same' if same_delivery else 'default'}"
+    suffix = f"{os.getpid()}-{kind}"
     queue, key = f"bench-raw-{suffix}", f"bench:raw:{suffix}"
     env = {"ANCHOR_MODE": "classic", "ANCHOR_QUEUE": queue, "ANCHOR_KEY": key}
-    if same_delivery:
+    if kind != "default":
         config_dir = Path(tempfile.mkdtemp(prefix="bench-anchor-config-"))
         (config_dir / "anchor_same_delivery.py").write_text(SAME_DELIVERY)
         env.update(
@@ -92,12 +100,23 @@ def measure_raw(n: int, *, same_delivery: bool = False) -> dict[str, Any]:
         )
     from bench import anchor_app
 
+    if kind == "floor":
+        _reset_floor_table(anchor_app.FLOOR_ROWS)
     store = redis.Redis.from_url(os.environ["REDIS_URL"])
     store.delete(key)
     try:
         with anchor_app.app.producer_or_acquire() as producer:
-            for _ in range(n):
-                anchor_app.raw_noop.apply_async(queue=queue, producer=producer)
+            for i in range(n):
+                if kind == "floor":
+                    anchor_app.raw_two_writes.apply_async(
+                        (i % anchor_app.FLOOR_ROWS,),
+                        queue=queue,
+                        producer=producer,
+                        soft_time_limit=3600,
+                        time_limit=3605,
+                    )
+                else:
+                    anchor_app.raw_noop.apply_async(queue=queue, producer=producer)
         with common.processes() as procs:
             procs.append(
                 common.start_worker(app="bench.anchor_app", queue=queue, name="anchor-raw", **env)
@@ -116,11 +135,23 @@ def measure_raw(n: int, *, same_delivery: bool = False) -> dict[str, Any]:
     }
 
 
+def _reset_floor_table(rows: int) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("DROP TABLE IF EXISTS bench_floor")
+        cur.execute(
+            "CREATE TABLE bench_floor (id int PRIMARY KEY, started bigint, finished bigint)"
+        )
+        cur.execute("INSERT INTO bench_floor SELECT g, 0, 0 FROM generate_series(0, %s) g", [rows])
+
+
 def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
     n = SIZES["quick" if quick else "full"]["runs"]
     ours = measure_ours(n)
     raw = measure_raw(n)
-    same = measure_raw(n, same_delivery=True)
+    same = measure_raw(n, kind="same")
+    floor = measure_raw(n, kind="floor")
     return {
         "scenario": "execution_throughput",
         "inputs": {"runs": n, "worker_processes": 2},
@@ -130,11 +161,19 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             **same,
             "settings": "task_acks_late, task_reject_on_worker_lost, prefetch 1",
         },
+        "extra_anchor_two_writes_floor": {
+            **floor,
+            "settings": "same delivery + time limits; two one-row UPDATE round trips per task",
+        },
         "ratios": {
             "runs_per_s_vs_raw": common.ratio(ours["runs_per_s"], raw["tasks_per_s"]),
             "extra_runs_per_s_vs_raw_same_delivery": common.ratio(
                 ours["runs_per_s"], same["tasks_per_s"]
             ),
+            "extra_runs_per_s_vs_two_writes_floor": common.ratio(
+                ours["runs_per_s"], floor["tasks_per_s"]
+            ),
+            "extra_two_writes_floor_vs_raw": common.ratio(floor["tasks_per_s"], raw["tasks_per_s"]),
         },
         "targets": {"runs_per_s_vs_raw": 0.5},
     }

@@ -108,6 +108,20 @@ def write(results: Path) -> Path:
             "|---|---|---|",
             f"| ours (full lifecycle) | {ex['ours']['runs_per_s']} | {ex['ours']['completed']} |",
             f"| raw Celery no-op | {ex['anchor_raw_celery']['tasks_per_s']} | {ex['anchor_raw_celery']['completed']} |",
+            *(
+                f"| {label} | {ex[k]['tasks_per_s']} | {ex[k]['completed']} |"
+                for k, label in (
+                    (
+                        "extra_anchor_raw_celery_same_delivery",
+                        "raw Celery no-op, our delivery settings",
+                    ),
+                    (
+                        "extra_anchor_two_writes_floor",
+                        "raw Celery, our delivery settings + two Postgres writes per task (floor)",
+                    ),
+                )
+                if k in ex
+            ),
             "",
             f"Ratio: {ex['ratios']} (target >= 0.5). Release published "
             f"{ex['ours']['publish_per_s']} runs/s.",

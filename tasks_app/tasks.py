@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from typing import Any
@@ -10,8 +11,8 @@ from billiard.einfo import ExceptionInfo
 from celery import Task as CeleryTask
 from celery import shared_task
 from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
-from celery.signals import task_prerun
-from django.db import close_old_connections
+from celery.signals import task_prerun, worker_process_init, worker_ready
+from django.db import close_old_connections, connection
 
 from . import recovery, services
 from .models import Run, Task, Trigger
@@ -22,15 +23,38 @@ log = logging.getLogger(__name__)
 DB_DOWN_PAUSE_SECONDS = 1.0
 
 
+# A worker process whose previous task started less than this long ago keeps its database
+# connection without Django's health check (a ``SELECT 1`` round trip per run at full speed).
+# A connection that broke in between fails the claim, and the message is handed back (below).
+HEALTH_CHECK_IDLE_SECONDS = 1.0
+_last_task_at = -HEALTH_CHECK_IDLE_SECONDS
+
+
 @task_prerun.connect
 def check_connections(sender: CeleryTask | None = None, **_: Any) -> None:
     """Before each task, drop a database connection that is broken, in error or older than
-    ``CONN_MAX_AGE``, and have the next query health-check it (``CONN_HEALTH_CHECKS``) — what
-    Django does around each web request. ``CELERY_DB_REUSE_MAX`` stops Celery from closing the
-    connection around every task instead, which cost a new Postgres connection per run."""
+    ``CONN_MAX_AGE``, and, if it sat idle, have the next query health-check it
+    (``CONN_HEALTH_CHECKS``) — what Django does around each web request.
+    ``CELERY_DB_REUSE_MAX`` stops Celery from closing the connection around every task
+    instead, which cost a new Postgres connection per run."""
+    global _last_task_at
     if sender is not None and getattr(sender.request, "is_eager", False):
         return
     close_old_connections()
+    now = time.monotonic()
+    if now - _last_task_at < HEALTH_CHECK_IDLE_SECONDS:
+        connection.health_check_done = True  # type: ignore[attr-defined]
+    _last_task_at = now
+
+
+@worker_ready.connect
+@worker_process_init.connect
+def freeze_startup_objects(**_: Any) -> None:
+    """Move everything a worker process holds once started (Django, Celery, the app) out of
+    the garbage collector's reach. Otherwise each full collection walks all of it: a pause
+    of ~100 ms every ten-odd seconds at 200 runs/s, and the runs due meanwhile start late."""
+    gc.collect()
+    gc.freeze()
 
 
 class RunTask(CeleryTask):
