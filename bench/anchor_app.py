@@ -20,7 +20,8 @@ MODE = os.environ.get("ANCHOR_MODE", "classic")
 QUEUE = os.environ.get("ANCHOR_QUEUE", "bench-anchor")
 RESULTS_KEY = os.environ.get("ANCHOR_KEY", "bench:anchor")
 
-app = Celery("anchor", broker=os.environ["CELERY_BROKER_URL"])
+# Not the current app: the bench process publishes our runs through the project app.
+app = Celery("anchor", broker=os.environ["CELERY_BROKER_URL"], set_as_current=False)
 app.conf.update(task_default_queue=QUEUE, worker_hijack_root_logger=False, task_ignore_result=True)
 if MODE == "native":
     app.conf.update(

@@ -68,8 +68,8 @@ class TaskScheduler(DatabaseScheduler):
         tick_seconds = settings.TASKS_BEAT_TICK_SECONDS
         close_old_connections()
         now = timezone.now()
-        health.record_beat_tick(now)  # /api/health reports the age of the last tick
         if not self.leadership.is_leader():
+            health.record_beat_tick(now)  # /api/health reports the age of the last tick
             if self._was_leader:
                 log.warning("beat is no longer the leader; standing by")
                 self._was_leader = False
@@ -80,6 +80,7 @@ class TaskScheduler(DatabaseScheduler):
         if time.monotonic() >= self._next_pass:
             self._next_pass = time.monotonic() + tick_seconds
             self._next_release = time.monotonic() + settings.TASKS_RELEASE_INTERVAL_SECONDS
+            health.record_beat_tick(now)
             self.leader_pass(now)
         elif time.monotonic() >= self._next_release:
             self._next_release = time.monotonic() + settings.TASKS_RELEASE_INTERVAL_SECONDS
