@@ -100,9 +100,6 @@ def setup_owned(count: int, every: int, first_at: float) -> list[str]:
 
 
 def measure_ours(size: dict[str, int], *, beats: int = 1) -> dict[str, Any]:
-    from django.db.models import Count
-
-    from tasks_app.models import Run
 
     common.reset_tables()
     every, duration = size["every_s"], size["duration_s"]
@@ -119,12 +116,7 @@ def measure_ours(size: dict[str, int], *, beats: int = 1) -> dict[str, Any]:
         procs[1].stop()
         log = beat.log()
     stats = fires_stats(window, every, size["schedules"])
-    dupes = (
-        Run.objects.values("task_id", "scheduled_for")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .count()
-    )
+    dupes = duplicate_fires()
     ticks = [float(m) for m in re.findall(r"tick_ms=([\d.]+)", log)]
     common.reset_tables()
     return {
@@ -133,6 +125,20 @@ def measure_ours(size: dict[str, int], *, beats: int = 1) -> dict[str, Any]:
         "beat_rss_mb": beat_rss,
         "tick_ms": common.percentiles(ticks),
     }
+
+
+def duplicate_fires() -> int:
+    """How many ``(task, scheduled_for)`` pairs were recorded more than once."""
+    from django.db.models import Count
+
+    from tasks_app.models import Run
+
+    return (
+        Run.objects.values("task_id", "scheduled_for")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .count()
+    )
 
 
 def fires_stats(window: tuple[float, float], every: int, count: int) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from bench import common
-from bench.beat_throughput import fires_stats, setup_owned, start_drainer
+from bench.beat_throughput import duplicate_fires, fires_stats, setup_owned, start_drainer
 
 SIZES = {
     "full": {"schedules": 10_000, "every_s": 10, "before_kill_s": 40, "after_kill_s": 40},
@@ -22,8 +22,6 @@ LEADER = "beat leadership acquired"
 
 
 def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
-    from django.db.models import Count
-
     from tasks_app.models import Run
 
     size = SIZES["quick" if quick else "full"]
@@ -52,12 +50,7 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         standby.stop()
     window = (first_at, killed + size["after_kill_s"] - 6)
     stats = fires_stats(window, every, size["schedules"])
-    dupes = (
-        Run.objects.values("task_id", "scheduled_for")
-        .annotate(n=Count("id"))
-        .filter(n__gt=1)
-        .count()
-    )
+    dupes = duplicate_fires()
     grace = settings.TASKS_MISFIRE_GRACE_SECONDS
     common.reset_tables()
     return {

@@ -77,13 +77,14 @@ class TaskScheduler(DatabaseScheduler):
         if not self._was_leader:
             self._was_leader = True
             self._on_promotion()
-        if time.monotonic() >= self._next_pass:
-            self._next_pass = time.monotonic() + tick_seconds
-            self._next_release = time.monotonic() + settings.TASKS_RELEASE_INTERVAL_SECONDS
+        clock = time.monotonic()
+        if clock >= self._next_pass:
+            self._next_pass = clock + tick_seconds
+            self._next_release = clock + settings.TASKS_RELEASE_INTERVAL_SECONDS
             health.record_beat_tick(now)
             self.leader_pass(now)
-        elif time.monotonic() >= self._next_release:
-            self._next_release = time.monotonic() + settings.TASKS_RELEASE_INTERVAL_SECONDS
+        elif clock >= self._next_release:
+            self._next_release = clock + settings.TASKS_RELEASE_INTERVAL_SECONDS
             self.release_pass(now)
         stock_wait = super().tick(*args, **kwargs)
         wake = min(self._next_pass, self._next_release)
