@@ -30,7 +30,7 @@ def measure_ours(n: int) -> dict[str, Any]:
     from django.db import connection
     from django.db.models import Max, Min
 
-    from tasks_app import dispatch
+    from tasks_app import services
     from tasks_app.models import Run, RunStatus
 
     common.reset_tables()
@@ -47,7 +47,7 @@ def measure_ours(n: int) -> dict[str, Any]:
     with common.processes() as procs:
         procs.append(common.start_worker())  # declares the queue as Celery does (priorities)
         publish_started = time.monotonic()
-        released = dispatch.release_due_runs()
+        released = services.release_due_runs()
         publish_s = time.monotonic() - publish_started
         done = Run.objects.filter(status__in=[RunStatus.COMPLETED, RunStatus.FAILED])
         common.wait_until(lambda: done.count() >= n, timeout=600, interval=1)

@@ -92,7 +92,7 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
     from django.utils import timezone
 
     from tasks_app.models import Run, RunStatus, Task, Trigger
-    from tasks_app.services.runs import run_create
+    from tasks_app.services import run_create
 
     common.reset_tables()
     far_tasks = common.create_tasks("far", 10_000)

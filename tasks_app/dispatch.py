@@ -1,14 +1,6 @@
-"""Getting runs from the database onto the broker: horizon release.
-
-A run is published only when it is due within ``TASKS_RELEASE_HORIZON_SECONDS``, with a
-Celery ``eta`` for its exact instant, so a worker never holds more than a horizon's worth of
-ETA messages however many future runs are stored. Runs due later stay ``pending`` and the
-beat process releases them (``release_due_runs``) as they come within the horizon.
-
-Publishing is a two-step hand-off: the run is marked ``queued`` (a conditional update from
-``pending``) and committed, then the message is sent. If the send fails the run goes back to
-``pending`` and is released again on a later tick, so a broker outage delays runs but loses
-none. A worker only claims ``queued`` runs, so a message can never overtake its row.
+"""Putting run messages on the broker: one by one, or a batch on one channel with batched
+publisher confirms. No database writes here: callers (``tasks_app.services.run_release``)
+mark runs ``queued`` before and hand back the ones whose publish failed.
 """
 
 from __future__ import annotations
@@ -17,102 +9,32 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from celery import current_app
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
 
-from .models import Run, RunStatus, Trigger
+from .models import Run
 
 log = logging.getLogger(__name__)
 
 EXECUTE_RUN = "tasks_app.execute_run"
-# Runs asked for explicitly by a person start even while their task is paused.
-EXPLICIT_TRIGGERS = (Trigger.MANUAL, Trigger.API, Trigger.CLI, Trigger.ADMIN, Trigger.RETRY)
 HARD_LIMIT_GRACE_SECONDS = 5
 # A broker that takes a message but never confirms it (a resource alarm) fails the publish
 # after this long instead of hanging the caller; the run stays pending (docs/reliability.md).
 PUBLISH_CONFIRM_TIMEOUT_SECONDS = 5.0
 
 
-def horizon() -> timedelta:
-    return timedelta(seconds=settings.TASKS_RELEASE_HORIZON_SECONDS)
-
-
-def releasable() -> Q:
-    return Q(status=RunStatus.PENDING) & (Q(task__paused=False) | Q(trigger__in=EXPLICIT_TRIGGERS))
-
-
-def enqueue_on_commit(run: Run, *, now: datetime) -> None:
-    """Publish ``run`` when the surrounding transaction commits, if it is due soon."""
-    if run.due_at <= now + horizon():
-        run_id = run.id
-        transaction.on_commit(lambda: publish_runs([run_id]))
-
-
-def release_due_runs(*, now: datetime | None = None, batch: int | None = None) -> int:
-    """Publish pending runs due within the horizon, oldest first; returns how many went out.
-
-    Safe to call from several processes at once: rows are taken with
-    ``FOR UPDATE SKIP LOCKED`` and flipped to ``queued`` before the lock is released.
-    """
-    now = now or timezone.now()
-    limit = batch or settings.TASKS_RELEASE_BATCH
-    total = 0
-    while True:
-        sent = _publish(Q(due_at__lte=now + horizon()), now=now, limit=limit)
-        total += sent
-        if sent < limit:
-            return total
-
-
-def publish_runs(run_ids: Iterable[UUID]) -> int:
-    """Publish the given runs if they are still pending (used at commit time)."""
-    ids = list(run_ids)
-    if not ids:
-        return 0
-    return _publish(Q(id__in=ids), now=timezone.now(), limit=len(ids))
-
-
-def _publish(which: Q, *, now: datetime, limit: int) -> int:
-    with transaction.atomic():
-        runs = list(
-            Run.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("task")
-            .filter(which & releasable())
-            .order_by("due_at")[:limit]
-        )
-        if not runs:
-            return 0
-        Run.objects.filter(id__in=[r.id for r in runs], status=RunStatus.PENDING).update(
-            status=RunStatus.QUEUED, queued_at=now
-        )
-    return send_queued(runs, now=now)
-
-
-def send_queued(runs: list[Run], *, now: datetime) -> int:
-    """Publish runs already marked ``queued`` (and committed); returns how many went out.
-
-    Runs whose publish failed go back to ``pending`` (a conditional update from ``queued``)
-    and the next release pass sends them again.
-    """
+def send(runs: list[Run], *, now: datetime) -> list[UUID]:
+    """Publish messages for ``runs`` (already marked ``queued`` and committed); return the
+    ids of those the broker did not take."""
     if not runs:
-        return 0
+        return []
     if len(runs) > 1 and BatchPublisher.supported(current_app):
-        failed = _batch_publisher().publish(runs, now=now)
-    else:
-        failed = _send_one_by_one(runs, now=now)
-    if failed:
-        Run.objects.filter(id__in=failed, status=RunStatus.QUEUED).update(
-            status=RunStatus.PENDING, queued_at=None
-        )
-    return len(runs) - len(failed)
+        return _batch_publisher().publish(runs, now=now)
+    return _send_one_by_one(runs, now=now)
 
 
 def _send_one_by_one(runs: list[Run], *, now: datetime) -> list[UUID]:

@@ -1,13 +1,11 @@
 """Which beat replica fires: exactly one leader, the others stand by and take over.
 
-* **Postgres**: a session-level advisory lock (``pg_try_advisory_lock``) held on a dedicated
-  connection that lives as long as the beat process. When the leader dies (even ``kill -9``)
-  its socket closes, Postgres drops the session and its lock at once, and the next standby to
-  try (every ``TASKS_BEAT_TICK_SECONDS``) becomes leader: takeover takes about one tick. The
-  leader checks its connection on every leadership check; if the connection broke (Postgres
-  restart, network), it assumes the lock is gone and competes again like a standby.
-* **SQLite (embedded)**: a single beat on a single machine is assumed. An exclusive
-  ``flock`` on ``var/beat.lock`` still keeps a second beat on the same machine idle.
+The leader holds a session-level advisory lock (``pg_try_advisory_lock``) on a dedicated
+connection that lives as long as the beat process. When the leader dies (even ``kill -9``)
+its socket closes, Postgres drops the session and its lock at once, and the next standby to
+try (every ``TASKS_BEAT_TICK_SECONDS``) becomes leader: takeover takes about one tick. The
+leader checks its connection on every leadership check; if the connection broke (Postgres
+restart, network), it assumes the lock is gone and competes again like a standby.
 
 Leadership is about efficiency and tidy logs, not correctness: fires are unique by
 ``(task, scheduled_for)`` and releases take rows with ``SKIP LOCKED``, so even two leaders
@@ -18,21 +16,15 @@ A leader that hangs while keeping its connection open keeps the lock; a liveness
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import time
-from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import connection
 
 log = logging.getLogger(__name__)
-
-# "tasks-beat" as a 64-bit key; override with TASKS_BEAT_LOCK_KEY when two deployments share
-# one database.
-DEFAULT_LOCK_KEY = 0x7461736B73_6274
 
 
 class Leadership(Protocol):
@@ -106,44 +98,13 @@ class AdvisoryLockLeadership:
                 log.debug("closing the leadership connection failed", exc_info=True)
 
 
-class FileLockLeadership:
-    """Embedded mode: an exclusive ``flock`` on a file; released by the kernel on death."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._handle: IO[str] | None = None
-
-    def is_leader(self) -> bool:
-        if self._handle is not None:
-            return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = self.path.open("a")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            return False
-        self._handle = handle
-        log.info(
-            "beat leadership acquired (file lock %s; embedded mode: single machine)", self.path
-        )
-        return True
-
-    def release(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-
-
 def leadership_for_database(*, name: str = "") -> Leadership:
-    """The leadership that fits the default database (advisory lock or file lock)."""
-    if connection.vendor == "postgresql":
-        key = int(getattr(settings, "TASKS_BEAT_LOCK_KEY", DEFAULT_LOCK_KEY))
-        return AdvisoryLockLeadership(
-            key=key, connect_params=connection.get_connection_params(), name=name
-        )
-    var_dir = Path(getattr(settings, "VAR_DIR", "var"))
-    return FileLockLeadership(var_dir / "beat.lock")
+    """The advisory-lock leadership on the default database (``TASKS_BEAT_LOCK_KEY``)."""
+    return AdvisoryLockLeadership(
+        key=settings.TASKS_BEAT_LOCK_KEY,
+        connect_params=connection.get_connection_params(),
+        name=name,
+    )
 
 
 class CachedLeadership:

@@ -4,8 +4,8 @@ Web, worker and beat are separate processes (and may be many), so in-process cou
 each see a slice. Instead every figure is read at scrape time from the shared stores:
 
 - ``tasks_runs_total{status,action}``: runs by status and action. A counter in the
-  Prometheus sense: it only grows as runs finish, except when the retention cleanup
-  deletes old rows, which ``rate()`` treats as a counter reset.
+  Prometheus sense: it grows as runs finish (runs are kept; deleting a task deletes its
+  runs, which ``rate()`` treats as a counter reset).
 - ``tasks_run_start_lateness_seconds``: histogram of ``started_at - due_at``.
 - ``tasks_queue_depth{queue,status}``: runs waiting (``pending`` in the database,
   ``queued`` on the broker) per queue; ``tasks_broker_queue_messages{queue}`` is what the
@@ -67,7 +67,6 @@ LATENESS_BUCKETS = (
     60.0,
     300.0,
 )
-DEFAULT_ALLOWED_NETWORKS = ("127.0.0.0/8", "::1/128")
 
 
 # --- beat heartbeat -----------------------------------------------------------------------
@@ -123,21 +122,11 @@ class TasksCollector:
         edges = [b * 1000 for b in LATENESS_BUCKETS]
         selects = ", ".join(f"count(*) FILTER (WHERE lateness_ms <= {e!r})" for e in edges)
         with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute(
-                    f"SELECT {selects}, count(*), coalesce(sum(lateness_ms), 0) "  # noqa: S608
-                    "FROM tasks_app_run WHERE lateness_ms IS NOT NULL"
-                )
-                row = cursor.fetchone()
-            else:  # SQLite has FILTER too since 3.30, but keep the embedded mode portable
-                sums = ", ".join(
-                    f"sum(CASE WHEN lateness_ms <= {e!r} THEN 1 ELSE 0 END)" for e in edges
-                )
-                cursor.execute(
-                    f"SELECT {sums}, count(*), coalesce(sum(lateness_ms), 0) "  # noqa: S608
-                    "FROM tasks_app_run WHERE lateness_ms IS NOT NULL"
-                )
-                row = cursor.fetchone()
+            cursor.execute(
+                f"SELECT {selects}, count(*), coalesce(sum(lateness_ms), 0) "  # noqa: S608
+                "FROM tasks_app_run WHERE lateness_ms IS NOT NULL"
+            )
+            row = cursor.fetchone()
         counts = [int(v or 0) for v in row[: len(edges)]]
         total, total_ms = int(row[len(edges)] or 0), float(row[len(edges) + 1] or 0)
         buckets = [(repr(b), c) for b, c in zip(LATENESS_BUCKETS, counts, strict=True)]
@@ -239,7 +228,7 @@ def metrics_text(*, broker: bool = True) -> bytes:
 
 
 def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    raw = getattr(settings, "TASKS_METRICS_ALLOWED_NETWORKS", DEFAULT_ALLOWED_NETWORKS)
+    raw = settings.TASKS_METRICS_ALLOWED_NETWORKS
     if isinstance(raw, str):
         raw = [part.strip() for part in raw.split(",") if part.strip()]
     return [ipaddress.ip_network(item, strict=False) for item in raw]
@@ -247,7 +236,7 @@ def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
 
 def metrics_allowed(request: HttpRequest) -> tuple[bool, int]:
     """(allowed, status when refused): bearer token or an allowed source network."""
-    token = getattr(settings, "TASKS_METRICS_TOKEN", "")
+    token = settings.TASKS_METRICS_TOKEN
     header = request.headers.get("Authorization", "")
     if token and header.startswith("Bearer "):
         return hmac.compare_digest(header[7:].strip().encode(), token.encode()), 401

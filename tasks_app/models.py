@@ -1,97 +1,51 @@
 """Tasks (what to do and when) and runs (one execution each).
 
-Statuses only move through the service layer (``tasks_app.services``), along the edges
-listed in ``RUN_TRANSITIONS``; models carry no side effects in ``save()``.
+Statuses only move through the service layer (``tasks_app.services``); models carry no
+side effects in ``save()``. The vocabularies (statuses, triggers, policies) are in
+``tasks_app.choices``.
 """
 
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
-
-class ScheduleType(models.TextChoices):
-    NONE = "none", "On demand"
-    ONCE = "once", "Once, at a time"
-    INTERVAL = "interval", "Every N seconds"
-    CRON = "cron", "Cron expression"
-
-
-RECURRING = (ScheduleType.INTERVAL, ScheduleType.CRON)
-
-
-class OverlapPolicy(models.TextChoices):
-    ALLOW = "allow", "Allow overlapping runs"
-    SKIP = "skip", "Skip a fire while a run is active"
-    BUFFER_ONE = "buffer_one", "Keep at most one waiting run"
-
-
-class CatchupPolicy(models.TextChoices):
-    SKIP = "skip", "Skip missed fires"
-    LATEST = "latest", "One run for the missed fires"
-    ALL = "all", "Every missed fire within the window"
-
-
-class TaskStatus(models.TextChoices):
-    CREATED = "created"
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    PAUSED = "paused"
-    CANCELLED = "cancelled"
-
-
-class RunStatus(models.TextChoices):
-    PENDING = "pending"
-    QUEUED = "queued"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    RETRYING = "retrying"
-    EXPIRED = "expired"
-    CANCELLED = "cancelled"
-    SKIPPED = "skipped"
-
-
-FINAL_RUN_STATUSES = frozenset(
-    {
-        RunStatus.COMPLETED,
-        RunStatus.FAILED,
-        RunStatus.RETRYING,
-        RunStatus.EXPIRED,
-        RunStatus.CANCELLED,
-        RunStatus.SKIPPED,
-    }
+from .choices import (
+    ACTIVE_RUN_STATUSES,
+    CANCELLABLE_RUN_STATUSES,
+    EXPLICIT_TRIGGERS,
+    FINAL_RUN_STATUSES,
+    RECURRING,
+    RETRYABLE_RUN_STATUSES,
+    CatchupPolicy,
+    OverlapPolicy,
+    RunStatus,
+    ScheduleType,
+    TaskStatus,
+    Trigger,
 )
-ACTIVE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING})
+from .validation import validate_task
 
-# The only edges a run's status may take (enforced by conditional updates in services).
-RUN_TRANSITIONS: dict[str, frozenset[str]] = {
-    RunStatus.PENDING: frozenset(
-        {RunStatus.QUEUED, RunStatus.CANCELLED, RunStatus.EXPIRED, RunStatus.SKIPPED}
-    ),
-    RunStatus.QUEUED: frozenset(
-        {RunStatus.PENDING, RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.EXPIRED}
-    ),
-    RunStatus.RUNNING: frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.RETRYING}),
-}
-
-
-class Trigger(models.TextChoices):
-    MANUAL = "manual"
-    DELAY = "delay"
-    AT = "at"
-    SCHEDULE = "schedule"
-    RETRY = "retry"
-    BACKFILL = "backfill"
-    API = "api"
-    CLI = "cli"
-    ADMIN = "admin"
+__all__ = [
+    "ACTIVE_RUN_STATUSES",
+    "CANCELLABLE_RUN_STATUSES",
+    "EXPLICIT_TRIGGERS",
+    "FINAL_RUN_STATUSES",
+    "RECURRING",
+    "RETRYABLE_RUN_STATUSES",
+    "CatchupPolicy",
+    "OverlapPolicy",
+    "Run",
+    "RunStatus",
+    "ScheduleType",
+    "Task",
+    "TaskAuditEntry",
+    "TaskStatus",
+    "Trigger",
+]
 
 
 def default_queue() -> str:
@@ -206,9 +160,12 @@ class Task(models.Model):
         return self.schedule_type in RECURRING
 
     def clean(self) -> None:
-        from .validation import validate_task
-
-        validate_task(self)
+        stored = (
+            None
+            if self._state.adding
+            else Task.objects.filter(pk=self.pk).values_list("run_at", "schedule_type").first()
+        )
+        validate_task(self, stored=stored)
 
 
 class Run(models.Model):
@@ -274,10 +231,6 @@ class Run(models.Model):
         if self.started_at and self.finished_at:
             return round((self.finished_at - self.started_at).total_seconds() * 1000)
         return None
-
-
-def lateness_ms(started_at: datetime, due_at: datetime) -> float:
-    return round((started_at - due_at).total_seconds() * 1000, 3)
 
 
 class TaskAuditEntry(models.Model):

@@ -3,14 +3,12 @@
 Every figure is aggregated in SQL with a fixed number of queries, whatever the number of
 tasks and runs (the page must answer in well under 300 ms with 100,000 runs): counts by
 status, runs per minute by status, start lateness percentiles per minute (Postgres'
-``percentile_cont``; SQLite, the embedded mode, computes them in Python from the last hour's
-rows), failing and paused tasks, and missed-run alarms. Health comes from
+``percentile_cont``), failing and paused tasks, and missed-run alarms. Health comes from
 ``tasks_app.health``, cached briefly so a busy page does not ping the broker on every load.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -123,39 +121,20 @@ def runs_per_minute(*, now: datetime) -> list[tuple[datetime, dict[str, int]]]:
 def lateness_per_minute(*, now: datetime) -> list[MinuteLateness]:
     """Start lateness p50/p99 by start minute over the last hour (one query)."""
     since = _minutes(now)[0]
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(
-                """
-                SELECT date_trunc('minute', started_at) AS minute,
-                       percentile_cont(0.5) WITHIN GROUP (ORDER BY lateness_ms),
-                       percentile_cont(0.99) WITHIN GROUP (ORDER BY lateness_ms),
-                       count(*)
-                FROM tasks_app_run
-                WHERE started_at >= %s AND started_at <= %s AND lateness_ms IS NOT NULL
-                GROUP BY 1 ORDER BY 1
-                """,
-                [since, now],
-            )
-            return [MinuteLateness(m, float(p50), float(p99), n) for m, p50, p99, n in cursor]
-    values: dict[datetime, list[float]] = defaultdict(list)
-    for started, late in Run.objects.filter(
-        started_at__gte=since, started_at__lte=now, lateness_ms__isnull=False
-    ).values_list("started_at", "lateness_ms"):
-        if started is not None and late is not None:
-            values[started.replace(second=0, microsecond=0)].append(late)
-    return [
-        MinuteLateness(m, _percentile(v, 0.5), _percentile(v, 0.99), len(v))
-        for m, v in sorted(values.items())
-    ]
-
-
-def _percentile(values: list[float], q: float) -> float:
-    """Linear interpolation, as Postgres' ``percentile_cont``."""
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT date_trunc('minute', started_at) AS minute,
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY lateness_ms),
+                   percentile_cont(0.99) WITHIN GROUP (ORDER BY lateness_ms),
+                   count(*)
+            FROM tasks_app_run
+            WHERE started_at >= %s AND started_at <= %s AND lateness_ms IS NOT NULL
+            GROUP BY 1 ORDER BY 1
+            """,
+            [since, now],
+        )
+        return [MinuteLateness(m, float(p50), float(p99), n) for m, p50, p99, n in cursor]
 
 
 def failing_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:

@@ -15,7 +15,8 @@ their worker, their message or their deadline. The guarantees are in docs/reliab
      queue holding no ready message, lost their message: they go back to ``pending`` and the
      same tick's release publishes them again under the same run id.
 
-The writes are service functions (``tasks_app.services.runs``); this module decides when.
+The writes are service functions (``tasks_app.services.run_recovery``); this module decides
+when.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from .models import Run, RunStatus
-from .services.runs import (
+from .services.run_recovery import (
     run_expire_overdue,
     run_fail_stalled,
     run_renew_leases,

@@ -9,7 +9,7 @@ whether they can take over)
    1,000 tasks, advancing each task's ``next_run_at`` in the same transaction before anything
    is published (``services.schedule_fire_due``), and
 2. releases every pending run due within the horizon to the broker with an ETA
-   (``dispatch.release_due_runs``) — and does only that every
+   (``services.release_due_runs``) — and does only that every
    ``TASKS_RELEASE_INTERVAL_SECONDS`` in between, so released runs reach the workers in
    small batches.
 
@@ -35,7 +35,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from . import alarms, dispatch, health, leadership, metrics, recovery, services
+from . import health, leadership, metrics, recovery, services
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +95,9 @@ class TaskScheduler(DatabaseScheduler):
         started = time.perf_counter()
         recovery.recover_runs(now=now)  # expired, stalled, lost runs; never raises
         try:
-            fired = services.schedule_fire_due(now=now, lookahead=dispatch.horizon())
-            released = dispatch.release_due_runs(now=now)
-            alarms.alarms_check(now=now)
+            fired = services.schedule_fire_due(now=now, lookahead=services.horizon())
+            released = services.release_due_runs(now=now)
+            services.alarms_check(now=now)
         except Exception:  # a database blip must not kill beat; the next tick retries
             log.exception("beat tick failed; retrying next tick")
             close_old_connections()
@@ -117,7 +117,7 @@ class TaskScheduler(DatabaseScheduler):
         batches (a 1 s pass at 200 runs/s handed each worker ~200 ETA messages at once, and
         its main process was busy with them while earlier runs came due)."""
         try:
-            dispatch.release_due_runs(now=now)
+            services.release_due_runs(now=now)
         except Exception:  # as in leader_pass: the next pass retries
             log.exception("beat release failed; retrying next pass")
             close_old_connections()

@@ -16,7 +16,8 @@ from django.db import close_old_connections, connection
 
 from . import recovery, services
 from .models import Run, Task, Trigger
-from .services.runs import DB_ERRORS, run_lost, timed_out_error
+from .services.retry_policy import timed_out_error
+from .services.run_lifecycle import DB_ERRORS, run_lost
 
 log = logging.getLogger(__name__)
 # Before a message is handed back while the database is down, so redelivery is not a hot loop.

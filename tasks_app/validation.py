@@ -7,13 +7,17 @@ shows it next to the field, the API returns it in ``detail`` and the CLI prints 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from . import actions, scheduling
-from .models import ScheduleType, Task
+from .choices import ScheduleType
+
+if TYPE_CHECKING:
+    from .models import Task
 
 MAX_JITTER_SECONDS = 86400
 
@@ -28,7 +32,7 @@ def max_delay() -> timedelta:
 
 
 def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timedelta:
-    """A delay must be a finite number of seconds in ``[0, TASKS_MAX_DELAY]``."""
+    """A delay must be a finite number of seconds in ``[0, TASKS_MAX_DELAY_SECONDS]``."""
     try:
         value = float(delay_seconds)
     except (TypeError, ValueError) as exc:
@@ -41,7 +45,7 @@ def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timede
         raise ValidationError(
             {
                 field: [
-                    f"must be at most {_human(settings.TASKS_MAX_DELAY_SECONDS)} (TASKS_MAX_DELAY)"
+                    f"must be at most {_human(settings.TASKS_MAX_DELAY_SECONDS)} (TASKS_MAX_DELAY_SECONDS)"
                 ]
             }
         )
@@ -61,7 +65,7 @@ def check_run_at(run_at: datetime, *, now: datetime, field: str = "run_at") -> d
         raise ValidationError(
             {
                 field: [
-                    f"is more than {_human(settings.TASKS_MAX_DELAY_SECONDS)} ahead (TASKS_MAX_DELAY)"
+                    f"is more than {_human(settings.TASKS_MAX_DELAY_SECONDS)} ahead (TASKS_MAX_DELAY_SECONDS)"
                 ]
             }
         )
@@ -86,8 +90,14 @@ def check_expiry(
     return expires_at
 
 
-def validate_task(task: Task, *, now: datetime | None = None) -> None:
-    """Check the rules that span fields: action, payload schema, schedule, time zone."""
+def validate_task(
+    task: Task, *, now: datetime | None = None, stored: tuple[Any, str] | None = None
+) -> None:
+    """Check the rules that span fields: action, payload schema, schedule, time zone.
+
+    ``stored`` is the saved task's ``(run_at, schedule_type)`` (``None`` for a new task): an
+    unchanged ``once`` instant is not checked against the clock again.
+    """
     errors: dict[str, list[str]] = {}
     now = now or timezone.now()
 
@@ -116,7 +126,7 @@ def validate_task(task: Task, *, now: datetime | None = None) -> None:
     if kind == ScheduleType.ONCE:
         if task.run_at is None:
             errors["run_at"] = ["is required for a 'once' schedule"]
-        elif _run_at_changed(task):
+        elif stored != (task.run_at, task.schedule_type):
             try:
                 check_run_at(task.run_at, now=now)
             except ValidationError as exc:
@@ -125,7 +135,7 @@ def validate_task(task: Task, *, now: datetime | None = None) -> None:
         if not task.interval_seconds:
             errors["interval_seconds"] = ["is required for an 'interval' schedule (at least 1)"]
         elif task.interval_seconds > settings.TASKS_MAX_DELAY_SECONDS:
-            errors["interval_seconds"] = ["must not exceed TASKS_MAX_DELAY"]
+            errors["interval_seconds"] = ["must not exceed TASKS_MAX_DELAY_SECONDS"]
     elif kind == ScheduleType.CRON:
         if not task.cron:
             errors["cron"] = ["is required for a 'cron' schedule"]
@@ -155,10 +165,3 @@ def validate_task(task: Task, *, now: datetime | None = None) -> None:
 
     if errors:
         raise ValidationError(errors)
-
-
-def _run_at_changed(task: Task) -> bool:
-    if task._state.adding:
-        return True
-    stored = Task.objects.filter(pk=task.pk).values_list("run_at", "schedule_type").first()
-    return stored is None or stored != (task.run_at, task.schedule_type)

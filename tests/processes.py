@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,19 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {message}")
         time.sleep(interval)
+
+
+def wait_for_beat_after(instant: datetime, *, timeout: float = 30) -> None:
+    """Wait until beat has ticked after ``instant`` (its heartbeat in the cache): whatever
+    beat would do about the state as of ``instant`` (fire, release, sweep), it has done.
+    The condition that closes a window in which something must *not* happen."""
+    from tasks_app.health import last_beat_tick
+
+    wait_until(
+        lambda: (tick := last_beat_tick()) is not None and tick > instant,
+        timeout=timeout,
+        message=f"a beat tick after {instant.isoformat()}",
+    )
 
 
 def delete_queue(name: str) -> None:

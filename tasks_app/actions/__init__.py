@@ -20,124 +20,31 @@ e-mail address check) go in an optional ``validate(payload)`` callable that rais
 :class:`PayloadError`, run after the schema passes.
 """
 
-from __future__ import annotations
+from . import builtin, command, email, http, program  # noqa: F401  (register the built-in actions)
+from .base import (
+    JSON,
+    Action,
+    ActionError,
+    ActionFunc,
+    Outcome,
+    PayloadCheck,
+    PayloadError,
+    RunContext,
+    all_actions,
+    get,
+    register,
+)
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
-JSON = Any
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What an action knows about the run it serves. Key side effects by ``run_id``."""
-
-    run_id: str
-    task_id: str
-    attempt: int
-    scheduled_for: datetime
-    due_at: datetime
-    timeout_seconds: int | None = None
-    first_attempt_id: str = ""  # the same for every attempt: key once-per-run effects by it
-
-
-@dataclass(frozen=True)
-class Outcome:
-    output: str = ""
-    result: JSON = None
-
-
-ActionFunc = Callable[[dict[str, JSON], RunContext], "str | Outcome | None"]
-PayloadCheck = Callable[[dict[str, JSON]], None]
-
-
-class PayloadError(ValueError):
-    """The payload does not fit the action's schema; ``messages`` name each path."""
-
-    def __init__(self, messages: list[str]):
-        super().__init__("; ".join(messages))
-        self.messages = messages
-
-
-class ActionError(Exception):
-    """A failure an action reports on purpose. ``retryable=False`` skips retries."""
-
-    def __init__(self, message: str, *, retryable: bool = True):
-        super().__init__(message)
-        self.retryable = retryable
-
-
-@dataclass(frozen=True)
-class Action:
-    name: str
-    func: ActionFunc
-    schema: dict[str, JSON]
-    description: str = ""
-    validator: Draft202012Validator = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
-    check: PayloadCheck | None = field(repr=False, compare=False, default=None)
-
-    def validate(self, payload: JSON) -> None:
-        errors = sorted(self.validator.iter_errors(payload), key=lambda e: list(e.path))
-        if errors:
-            raise PayloadError([_describe(error) for error in errors])
-        if self.check is not None:
-            self.check(payload)
-
-
-def _describe(error: Any) -> str:
-    path = ".".join(str(part) for part in error.absolute_path)
-    return f"{path}: {error.message}" if path else error.message
-
-
-_REGISTRY: dict[str, Action] = {}
-
-
-def register(
-    name: str,
-    *,
-    schema: dict[str, JSON] | None = None,
-    description: str = "",
-    validate: PayloadCheck | None = None,
-) -> Callable[[ActionFunc], ActionFunc]:
-    """Register ``func`` as the action ``name`` with a JSON Schema for its payload.
-
-    ``validate``, if given, is called with a payload that passed the schema and raises
-    :class:`PayloadError` for anything else the action refuses at save time.
-    """
-    full_schema = schema or {"type": "object"}
-    try:
-        Draft202012Validator.check_schema(full_schema)
-    except SchemaError as exc:
-        raise ValueError(f"action {name!r}: invalid payload schema: {exc.message}") from exc
-
-    def decorator(func: ActionFunc) -> ActionFunc:
-        if name in _REGISTRY and _REGISTRY[name].func is not func:
-            raise ValueError(f"action {name!r} is already registered")
-        _REGISTRY[name] = Action(
-            name=name,
-            func=func,
-            schema=full_schema,
-            description=description or (func.__doc__ or "").strip().split("\n")[0],
-            validator=Draft202012Validator(full_schema),
-            check=validate,
-        )
-        return func
-
-    return decorator
-
-
-def get(name: str) -> Action:
-    """The registered action ``name``; ``KeyError`` if there is none."""
-    return _REGISTRY[name]
-
-
-def all_actions() -> list[Action]:
-    return sorted(_REGISTRY.values(), key=lambda a: a.name)
-
-
-from . import builtin, command, email, http, program  # noqa: E402,F401  (registers the built-in actions)
+__all__ = [
+    "JSON",
+    "Action",
+    "ActionError",
+    "ActionFunc",
+    "Outcome",
+    "PayloadCheck",
+    "PayloadError",
+    "RunContext",
+    "all_actions",
+    "get",
+    "register",
+]

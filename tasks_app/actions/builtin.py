@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from . import JSON, ActionError, RunContext, register
+from .base import JSON, ActionError, RunContext, register
 
 
 @register("noop", schema={"type": "object"}, description="Does nothing.")

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.management import call_command, get_commands
 from django.core.management.base import CommandError
 
-from . import JSON, ActionError, Outcome, PayloadError, RunContext, register
+from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 SCHEMA: dict[str, JSON] = {
     "type": "object",

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.mail import EmailMessage
 from django.core.validators import validate_email
 
-from . import JSON, ActionError, Outcome, PayloadError, RunContext, register
+from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 MAX_RECIPIENTS = 100
 

@@ -32,7 +32,7 @@ from urllib.parse import urljoin, urlsplit
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from . import JSON, ActionError, Outcome, PayloadError, RunContext, register
+from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 DEFAULT_TIMEOUT_SECONDS = 10.0

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from . import JSON, ActionError, Outcome, PayloadError, RunContext, register
+from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 TIMEOUT_MARGIN_SECONDS = 0.5
 DRAIN_SECONDS = 2.0

@@ -65,7 +65,7 @@ class TaskCreateSerializer(TaskFieldsSerializer):
     the task's own one-time schedule instead."""
 
     delay_seconds = serializers.FloatField(
-        required=False, help_text="One run after this many seconds (0 .. TASKS_MAX_DELAY)."
+        required=False, help_text="One run after this many seconds (0 .. TASKS_MAX_DELAY_SECONDS)."
     )
     expires_in_seconds = serializers.FloatField(
         required=False,

@@ -2,27 +2,33 @@
 
 Entry points (admin, API, management commands, Celery tasks, the beat scheduler) call these
 functions and hold no rules of their own. Status changes are conditional updates
-(``UPDATE ... WHERE status = <expected>``), so a duplicated message or a second process
-racing for the same row changes nothing.
+(``UPDATE ... WHERE status = <expected>``, the hot ones named in ``tasks_app/store``), so a
+duplicated message or a second process racing for the same row changes nothing.
 
-Modules: ``tasks`` (tasks and schedules), ``runs`` (run creation and the worker-side
-lifecycle), ``firing`` (recurring fires recorded by beat), ``common`` (audit, conflicts).
+Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``schedule_sync`` (a
+task's schedule, next fire and beat entry), ``run_create`` (new runs and attempts),
+``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
+cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing`` (recurring
+fires recorded by beat), ``alarms`` (missed-run alarms), ``audit``, ``errors``.
 """
 
-from .common import ConflictError
-from .firing import first_fire, schedule_fire_due, schedule_of
-from .runs import (
+from .alarms import alarms_check
+from .errors import ConflictError
+from .firing import schedule_fire_due
+from .retry_policy import retry_delay
+from .run_create import run_create, run_retry
+from .run_lifecycle import (
     cap_output,
-    retry_delay,
     run_cancel,
     run_claim,
     run_complete,
     run_execute,
     run_fail,
-    run_retry,
+    run_lost,
 )
+from .run_release import horizon, publish_runs, release_due_runs
+from .schedule_sync import EXECUTE_TASK
 from .tasks import (
-    EXECUTE_TASK,
     TASK_FIELDS,
     task_backfill,
     task_create,
@@ -40,17 +46,21 @@ __all__ = [
     "EXECUTE_TASK",
     "TASK_FIELDS",
     "ConflictError",
+    "alarms_check",
     "cap_output",
-    "first_fire",
+    "horizon",
+    "publish_runs",
+    "release_due_runs",
     "retry_delay",
     "run_cancel",
     "run_claim",
     "run_complete",
+    "run_create",
     "run_execute",
     "run_fail",
+    "run_lost",
     "run_retry",
     "schedule_fire_due",
-    "schedule_of",
     "task_backfill",
     "task_create",
     "task_create_with_run",

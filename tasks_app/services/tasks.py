@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from datetime import datetime, timedelta
@@ -12,25 +11,18 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from .. import dispatch, scheduling, validation
-from ..models import (
-    ACTIVE_RUN_STATUSES,
-    Run,
-    RunStatus,
-    ScheduleType,
-    Task,
-    TaskStatus,
-    Trigger,
-)
-from .common import ConflictError, audit, next_run_at_expr, plain
-from .firing import first_fire, schedule_of
-from .runs import new_run, run_create
+from .. import scheduling, validation
+from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskStatus, Trigger
+from ..task_schedule import schedule_of
+from .audit import audit, plain
+from .errors import ConflictError
+from .run_create import new_run, run_create
+from .run_release import publish_runs, release_due_runs
+from .schedule_sync import sync_periodic_task, sync_schedule
 
 log = logging.getLogger(__name__)
 
-EXECUTE_TASK = "tasks_app.execute_task"
 SCHEDULE_FIELDS = ("schedule_type", "run_at", "interval_seconds", "cron", "timezone", "start_at")
 EXECUTION_FIELDS = (
     "queue",
@@ -106,7 +98,7 @@ def task_save(*, task: Task, by: str = "") -> Task:
         schedule_changed = previous is None or any(
             getattr(previous, f) != getattr(task, f) for f in SCHEDULE_FIELDS
         )
-        _sync_schedule(task, now=now, replan=schedule_changed)
+        sync_schedule(task, now=now, replan=schedule_changed)
         changes = {
             f: [plain(getattr(previous, f)) if previous else None, plain(getattr(task, f))]
             for f in TASK_FIELDS
@@ -144,7 +136,7 @@ def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
         task.runs.filter(
             trigger=Trigger.SCHEDULE, status__in=[RunStatus.PENDING, RunStatus.QUEUED]
         ).update(status=RunStatus.SKIPPED, finished_at=task.paused_at, error="skipped: task paused")
-        _sync_periodic_task(task)
+        sync_periodic_task(task)
         audit(task.id, "paused", by=by, note=note)
     return task
 
@@ -171,9 +163,9 @@ def task_resume(*, task: Task, by: str = "") -> Task:
                 "updated_at",
             ]
         )
-        _sync_schedule(task, now=now, replan=False)
+        sync_schedule(task, now=now, replan=False)
         audit(task.id, "resumed", by=by)
-    transaction.on_commit(dispatch.release_due_runs)
+    transaction.on_commit(release_due_runs)
     return task
 
 
@@ -227,7 +219,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
             note=f"{len(runs)} runs for {start.isoformat()} .. {end.isoformat()}",
         )
         ids = [r.id for r in runs]
-        transaction.on_commit(lambda: dispatch.publish_runs(ids))
+        transaction.on_commit(lambda: publish_runs(ids))
     return runs
 
 
@@ -276,90 +268,6 @@ def _idle_status(task: Task) -> str:
         RunStatus.CANCELLED: TaskStatus.CANCELLED,
     }
     return after_run.get(last, TaskStatus.CREATED)
-
-
-def _sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
-    """Bring ``next_run_at``, the beat entry and a 'once' task's run in line with the task."""
-    if task.is_recurring:
-        if replan or task.next_run_at is None:
-            task.next_run_at = first_fire(task, now=now)
-        if task.status == TaskStatus.CREATED and not task.paused:
-            task.status = TaskStatus.PENDING
-        task.save(update_fields=["next_run_at", "status"])
-    elif task.schedule_type == ScheduleType.ONCE and replan:
-        _sync_once_run(task, now=now)
-    elif replan:
-        Task.objects.filter(pk=task.pk).update(next_run_at=next_run_at_expr())
-        task.refresh_from_db(fields=["next_run_at", "status"])
-    _sync_periodic_task(task)
-
-
-def _sync_once_run(task: Task, *, now: datetime) -> None:
-    """A 'once' task owns one run at ``run_at``: move it while it waits, or create it."""
-    assert task.run_at is not None
-    waiting = task.runs.filter(trigger=Trigger.AT, status=RunStatus.PENDING).first()
-    if waiting is not None:
-        expires_at = (
-            task.run_at + timedelta(seconds=task.expires_after_seconds)
-            if task.expires_after_seconds
-            else None
-        )
-        Run.objects.filter(pk=waiting.pk, status=RunStatus.PENDING).update(
-            due_at=task.run_at, scheduled_for=task.run_at, expires_at=expires_at
-        )
-        Task.objects.filter(pk=task.pk).update(next_run_at=next_run_at_expr())
-        dispatch.enqueue_on_commit(Run.objects.select_related("task").get(pk=waiting.pk), now=now)
-    else:
-        run_create(task=task, trigger=Trigger.AT, due_at=task.run_at, now=now)
-    task.refresh_from_db(fields=["next_run_at", "status"])
-
-
-def _sync_periodic_task(task: Task) -> None:
-    """The django-celery-beat entry a recurring task owns; only this function writes it."""
-    if not task.is_recurring:
-        if task.periodic_task_id:
-            periodic = task.periodic_task
-            Task.objects.filter(pk=task.pk).update(periodic_task=None)
-            task.periodic_task = None
-            if periodic is not None:
-                periodic.delete()
-        return
-    interval = crontab = None
-    if task.schedule_type == ScheduleType.INTERVAL:
-        interval, _ = IntervalSchedule.objects.get_or_create(
-            every=task.interval_seconds, period=IntervalSchedule.SECONDS
-        )
-    else:
-        fields = scheduling.parse_cron(task.cron)
-        minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
-        crontab, _ = CrontabSchedule.objects.get_or_create(
-            minute=minute,
-            hour=hour,
-            day_of_month=dom,
-            month_of_year=month,
-            day_of_week=dow,
-            timezone=task.timezone,
-        )
-    values = {
-        "name": f"task:{task.id}",
-        "task": EXECUTE_TASK,
-        "kwargs": json.dumps({"task_id": task.id}),
-        "interval": interval,
-        "crontab": crontab,
-        "enabled": not task.paused,
-        "queue": task.queue,
-        "priority": task.priority,
-        "description": f"Owned by task {task.id}; edit the task, not this entry.",
-    }
-    periodic = task.periodic_task
-    if periodic is None:
-        periodic = PeriodicTask.objects.create(**values)
-        task.periodic_task = periodic
-        Task.objects.filter(pk=task.pk).update(periodic_task=periodic)
-    else:
-        for name, value in values.items():
-            setattr(periodic, name, value)
-        periodic.save()
 
 
 def task_create_with_run(

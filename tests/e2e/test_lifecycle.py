@@ -1,12 +1,13 @@
 """End to end: real ``celery worker`` and ``celery beat`` processes, real Postgres and RabbitMQ."""
 
-import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from tasks_app import metrics, services
 from tasks_app.models import Run, RunStatus, Task, TaskStatus
-from tests.processes import wait_until
+from tests.processes import wait_for_beat_after, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -53,13 +54,15 @@ def test_interval_schedule_fires_on_time_once_per_instant(worker, beat_factory) 
         id="every-2s", action="noop", schedule_type="interval", interval_seconds=2
     )
     beat = beat_factory()
-    time.sleep(9)
+    completed = Run.objects.filter(task=task, status=RunStatus.COMPLETED)
+    wait_until(lambda: completed.count() >= 4, timeout=30, message="four fires")
     beat.stop()
-    time.sleep(1.5)  # let the last fires finish
-    runs = list(Run.objects.filter(task=task, status=RunStatus.COMPLETED))
-    assert 4 <= len(runs) <= 5, [r.scheduled_for for r in runs]
+    unfinished = Run.objects.filter(task=task, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+    wait_until(lambda: not unfinished.exists(), timeout=15, message="the last fires to finish")
+    runs = list(completed.order_by("scheduled_for"))
     instants = [r.scheduled_for for r in runs]
-    assert len(set(instants)) == len(instants)
+    # Once per instant, every 2 s, none left out.
+    assert all(b - a == timedelta(seconds=2) for a, b in zip(instants, instants[1:])), instants
     assert all(r.started_at >= r.due_at for r in runs)
     assert max(r.lateness_ms for r in runs) < 1000
     tick = metrics.beat_tick_duration_get()  # what /metrics exports as the tick duration
@@ -77,9 +80,12 @@ def test_pause_stops_fires_and_resume_starts_them_again(worker, beat_factory) ->
         message="two fires",
     )
     services.task_pause(task=task, note="maintenance", by="ops")
-    time.sleep(1.5)  # a fire already recorded before the pause may still finish
+    paused_at = timezone.now()
+    unfinished = Run.objects.filter(task=task, status__in=[RunStatus.QUEUED, RunStatus.RUNNING])
+    # A fire already claimed before the pause may still finish.
+    wait_until(lambda: not unfinished.exists(), timeout=15, message="running fires to finish")
     count_at_pause = Run.objects.filter(task=task).count()
-    time.sleep(3)
+    wait_for_beat_after(paused_at + timedelta(seconds=3))  # three fires' worth of ticks
     assert Run.objects.filter(task=task).count() == count_at_pause
     assert Task.objects.get(pk=task.pk).status == TaskStatus.PAUSED
 

@@ -14,9 +14,9 @@ from django.utils import timezone
 from kombu import Connection
 from rest_framework.test import APIClient
 
-from tasks_app import dispatch, services
+from tasks_app import services
 from tasks_app.models import Run, RunStatus, Trigger
-from tasks_app.services.runs import new_run
+from tasks_app.services.run_create import new_run
 from tests.processes import wait_until
 
 from .conftest import Figures, StartProc
@@ -55,7 +55,7 @@ def test_broker_restart_loses_and_duplicates_nothing(
         for _ in range(PENDING)
     ]
     Run.objects.bulk_create(queued + pending)
-    assert dispatch.publish_runs([r.id for r in queued]) == QUEUED
+    assert services.publish_runs([r.id for r in queued]) == QUEUED
     fault_beat()  # started after the publish so it does not race the test for the batch
 
     calls: list[float] = []

@@ -71,7 +71,7 @@ def test_database_restart_workers_and_beat_reconnect(
     # Beat still releases delayed runs (beyond the release horizon, so beat must publish it).
     later = db_retry(
         lambda: services.task_schedule_once(
-            task=task, delay_seconds=dispatch.horizon().total_seconds() + 1
+            task=task, delay_seconds=services.horizon().total_seconds() + 1
         )
     )
     wait_until(

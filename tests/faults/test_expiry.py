@@ -3,9 +3,8 @@ worker finds it late (at claim) or no worker is up at all (beat's sweep)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
@@ -28,7 +27,9 @@ def test_run_due_while_no_worker_is_up_expires_when_one_starts(
     task = services.task_create(id="fresh-only", action="test-effect", payload={})
     run = services.task_schedule_once(task=task, delay_seconds=0, expires_in_seconds=5)
     assert status(run) == RunStatus.QUEUED  # published, waiting on the broker
-    time.sleep(10)
+    deadline = run.expires_at
+    assert deadline is not None
+    wait_until(lambda: timezone.now() > deadline, timeout=15, message="the deadline to pass")
 
     fault_worker()  # no beat: the worker's claim sees the deadline
     wait_until(lambda: status(run) == RunStatus.EXPIRED, timeout=20, message="the run to expire")

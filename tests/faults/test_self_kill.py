@@ -5,13 +5,14 @@ limit, then it is failed. No infinite redelivery loop."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Trigger
 from tests.effects.models import Execution
-from tests.processes import wait_until
+from tests.processes import wait_for_beat_after, wait_until
 
 from .conftest import STALL_SECONDS, Figures, StartProc
 from .helpers import chains, settled
@@ -51,7 +52,11 @@ def test_self_killing_run_is_retried_to_its_limit_then_failed(
         message="three redelivered messages to be ignored",
     )
 
-    time.sleep(STALL_SECONDS + 2)  # nothing more happens: no fourth attempt, no re-execution
+    # Nothing more happens once the sweep has had a stall window past the last attempt: no
+    # fourth attempt, no re-execution.
+    last_end = attempts[-1].finished_at
+    assert last_end is not None
+    wait_for_beat_after(last_end + timedelta(seconds=STALL_SECONDS + 2), timeout=STALL_SECONDS + 30)
     assert Execution.objects.count() == 3
     assert len(chains(task)[first.id]) == 3
 

@@ -6,9 +6,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tasks_app import alarms, services
+from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
-from tests.processes import wait_until
+from tests.processes import wait_for_beat_after, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -99,7 +99,8 @@ def test_task_pauses_itself_after_three_consecutive_failures(worker, beat_factor
     assert task.paused_by == "system"
     assert "auto-paused after 3 consecutive failures" in task.pause_note
     assert "upstream down" in task.pause_note
-    time.sleep(3)
+    # Three fires' worth of ticks after the pause: nothing more ran.
+    wait_for_beat_after(timezone.now() + timedelta(seconds=3))
     assert Run.objects.filter(task=task, status=RunStatus.FAILED).count() == 3
     assert not Run.objects.filter(
         task=task, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
@@ -126,10 +127,12 @@ def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
         timeout=10,
         message="a fire",
     )
-    time.sleep(2.5)
-    raised, _ = alarms.alarms_check(now=timezone.now())
+    # Raised once the fire is alert_after_seconds (2 s) overdue.
+    wait_until(
+        lambda: services.alarms_check(now=timezone.now())[0] == 1, timeout=10, message="alarm"
+    )
     task.refresh_from_db()
-    assert raised == 1 and task.alarm_since is not None
+    assert task.alarm_since is not None
 
     worker_factory(TASKS_DEFAULT_QUEUE=queue)  # the worker comes back, runs the waiting fire
     wait_until(
@@ -140,7 +143,7 @@ def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
     services.schedule_fire_due(now=timezone.now(), lookahead=timedelta(0))
     wait_until(
         lambda: (
-            alarms.alarms_check(now=timezone.now())[1] == 1
+            services.alarms_check(now=timezone.now())[1] == 1
             or Task.objects.get(pk=task.pk).alarm_since is None
         ),
         timeout=10,
@@ -159,7 +162,7 @@ def test_max_runs_completes_the_task_after_exactly_three(worker, beat_factory) -
         timeout=20,
         message="the task to complete",
     )
-    time.sleep(2)
+    wait_for_beat_after(timezone.now() + timedelta(seconds=2))  # two more fires' worth
     task.refresh_from_db()
     assert Run.objects.filter(task=task).count() == 3
     assert Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() == 3

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from datetime import timedelta
 
@@ -67,7 +66,8 @@ def test_two_beats_fire_each_instant_once_and_only_the_leader_fires(worker, beat
     bulk_interval_tasks("pair", 20, every=1, first=timezone.now() + timedelta(seconds=2))
     first, second = beat_factory(), beat_factory()
     wait_until(lambda: leaders(first, second), timeout=15, message="a leader")
-    time.sleep(6)
+    pair_runs = Run.objects.filter(task__id__startswith="pair-")
+    wait_until(lambda: pair_runs.count() >= 20 * 4, timeout=30, message="four fires each")
     assert len(leaders(first, second)) == 1  # while both run, one leads; the other stands by
     first.stop()
     second.stop()

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from project.celery import app as project_app
-from tasks_app import dispatch, services
+from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tests.processes import wait_until
 
@@ -90,13 +90,13 @@ def test_failed_publish_leaves_runs_pending_and_they_go_out_later(
     single = services.task_execute(task=task)  # published at commit: one by one
     near = timezone.now() + timedelta(seconds=1)
     batch = [services.task_schedule_once(task=task, run_at=near) for _ in range(3)]
-    dispatch.publish_runs([r.id for r in batch])  # several at once: the batch publisher
+    services.publish_runs([r.id for r in batch])  # several at once: the batch publisher
     for run in [single, *batch]:
         run.refresh_from_db()
         assert run.status == RunStatus.PENDING and run.queued_at is None
 
     project_app.set_current()  # the broker is reachable again
-    assert dispatch.release_due_runs() == 4
+    assert services.release_due_runs() == 4
     for run in [single, *batch]:
         wait_until(
             lambda r=run: Run.objects.get(pk=r.pk).status == RunStatus.COMPLETED,

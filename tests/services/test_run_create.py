@@ -1,5 +1,5 @@
-"""Creating a run keeps its task's status and ``next_run_at`` right (on Postgres one
-statement does both: ``tasks_app.services.runs._create_fast``)."""
+"""Creating a run keeps its task's status and ``next_run_at`` right (one statement does
+both: ``create_run`` in tasks_app/store/queries.sql)."""
 
 import pytest
 from django.db import connection

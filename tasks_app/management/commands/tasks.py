@@ -19,18 +19,16 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from tasks_app import selectors, services
-from tasks_app.api import filters
 from tasks_app.api.serializers import (
     RunOutputSerializer,
     TaskCreatedSerializer,
     TaskOutputSerializer,
 )
-from tasks_app.models import Run, Task, Trigger
+from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, None: 1}
@@ -201,11 +199,11 @@ class Command(BaseCommand):
         one_off(p, required=False)
 
         p = verb("list", "list tasks")
-        p.add_argument("--status", action="append", help="repeat for several")
-        p.add_argument("--action")
         p.add_argument(
-            "--schedule-type", action="append", choices=["none", "once", "interval", "cron"]
+            "--status", action="append", choices=TaskStatus.values, help="repeat for several"
         )
+        p.add_argument("--action")
+        p.add_argument("--schedule-type", action="append", choices=ScheduleType.values)
         p.add_argument("--search", help="in id and name")
         p.add_argument("--limit", type=int, default=100)
 
@@ -235,8 +233,10 @@ class Command(BaseCommand):
 
         p = verb("runs", "list runs (of one task, or all)")
         p.add_argument("id", nargs="?", help="only this task's runs")
-        p.add_argument("--status", action="append", help="repeat for several")
-        p.add_argument("--trigger", action="append")
+        p.add_argument(
+            "--status", action="append", choices=RunStatus.values, help="repeat for several"
+        )
+        p.add_argument("--trigger", action="append", choices=Trigger.values)
         p.add_argument(
             "--dead", action="store_true", help="only failed (after retries) and expired runs"
         )
@@ -357,16 +357,13 @@ class Command(BaseCommand):
         self.out(TaskCreatedSerializer(task, context={"run": run}).data, text)
 
     def do_list(self, o: dict[str, Any]) -> None:
-        params: dict[str, Any] = {}
-        for option, name in (
-            ("status", "status"),
-            ("action", "action"),
-            ("schedule_type", "schedule_type"),
-            ("search", "search"),
-        ):
-            if o.get(option):
-                params[name] = o[option]
-        tasks = list(filters.filter_tasks(Task.objects.all(), params)[: max(o["limit"], 0)])
+        found = selectors.task_list(
+            status=o["status"],
+            action=o["action"],
+            schedule_type=o["schedule_type"],
+            search=o["search"],
+        )
+        tasks = list(found[: max(o["limit"], 0)])
         rows = [
             [
                 t.id,
@@ -475,9 +472,11 @@ class Command(BaseCommand):
         )
 
     def do_runs(self, o: dict[str, Any]) -> None:
-        qs: QuerySet[Run] = self.task(o["id"]).runs.all() if o.get("id") else Run.objects.all()
-        params = {name: o[name] for name in ("status", "trigger") if o.get(name)}
-        runs = list(filters.filter_runs(qs, params, dead=o["dead"])[: max(o["limit"], 0)])
+        task_id = self.task(o["id"]).id if o.get("id") else None
+        found = selectors.run_list(
+            task=task_id, status=o["status"], trigger=o["trigger"], dead=o["dead"]
+        )
+        runs = list(found[: max(o["limit"], 0)])
         self.out(RunOutputSerializer(runs, many=True).data, self.runs_table(runs))
 
     def do_cancel(self, o: dict[str, Any]) -> None:

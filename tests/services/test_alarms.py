@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tasks_app import alarms, services
+from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, Trigger
 
 pytestmark = pytest.mark.django_db
@@ -33,15 +33,15 @@ def test_a_fire_that_did_not_complete_raises_the_alarm_and_a_completion_clears_i
     task = watched_task()
     now = timezone.now()
     fire(task, now - timedelta(seconds=45), RunStatus.QUEUED)  # no worker picked it up
-    with caplog.at_level(logging.ERROR, logger="tasks_app.alarms"):
-        assert alarms.alarms_check(now=now) == (1, 0)
+    with caplog.at_level(logging.ERROR, logger="tasks_app.services.alarms"):
+        assert services.alarms_check(now=now) == (1, 0)
     task.refresh_from_db()
     assert task.alarm_since == now and "has not completed within 30 s" in task.alarm_note
     assert any("missed-run alarm for task heartbeat" in r.message for r in caplog.records)
-    assert alarms.alarms_check(now=now) == (0, 0)  # raised once, not on every tick
+    assert services.alarms_check(now=now) == (0, 0)  # raised once, not on every tick
 
     fire(task, now - timedelta(seconds=5), RunStatus.COMPLETED)
-    assert alarms.alarms_check(now=now) == (0, 1)
+    assert services.alarms_check(now=now) == (0, 1)
     task.refresh_from_db()
     assert task.alarm_since is None and task.alarm_note == ""
 
@@ -50,19 +50,19 @@ def test_a_fire_still_inside_its_allowance_is_not_an_alarm() -> None:
     task = watched_task()
     now = timezone.now()
     fire(task, now - timedelta(seconds=10), RunStatus.RUNNING)
-    assert alarms.alarms_check(now=now) == (0, 0)
+    assert services.alarms_check(now=now) == (0, 0)
 
 
 def test_beat_not_recording_fires_at_all_raises_the_alarm() -> None:
     task = watched_task()
     Task.objects.filter(pk=task.pk).update(next_run_at=timezone.now() - timedelta(minutes=5))
-    assert alarms.alarms_check(now=timezone.now()) == (1, 0)
+    assert services.alarms_check(now=timezone.now()) == (1, 0)
 
 
 def test_pausing_drops_the_alarm() -> None:
     task = watched_task()
     fire(task, timezone.now() - timedelta(minutes=2), RunStatus.FAILED)
-    alarms.alarms_check(now=timezone.now())
+    services.alarms_check(now=timezone.now())
     services.task_pause(task=Task.objects.get(pk=task.pk), note="known outage")
-    alarms.alarms_check(now=timezone.now())
+    services.alarms_check(now=timezone.now())
     assert Task.objects.get(pk=task.pk).alarm_since is None

@@ -12,41 +12,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Max
 
-from .models import RECURRING, Run, RunStatus, Task, Trigger
+from .. import actions
+from ..models import RECURRING, Task
+from ..selectors import overdue_fire
 
 log = logging.getLogger(__name__)
-
-
-def overdue_fire(task: Task, *, now: datetime) -> datetime | None:
-    """The oldest fire instant of ``task`` that should have completed by ``now`` and has not."""
-    assert task.alert_after_seconds is not None
-    cutoff = now - timedelta(seconds=task.alert_after_seconds)
-    last_ok = task.runs.filter(status=RunStatus.COMPLETED).aggregate(last=Max("scheduled_for"))[
-        "last"
-    ]
-    unmet = Run.objects.filter(task=task, trigger=Trigger.SCHEDULE, scheduled_for__lte=cutoff)
-    if last_ok is not None:
-        unmet = unmet.filter(scheduled_for__gt=last_ok)
-    first_unmet = (
-        unmet.exclude(
-            scheduled_for__in=Run.objects.filter(task=task, status=RunStatus.COMPLETED).values(
-                "scheduled_for"
-            )
-        )
-        .order_by("scheduled_for")
-        .values_list("scheduled_for", flat=True)
-        .first()
-    )
-    if first_unmet is not None:
-        return first_unmet
-    if task.next_run_at is not None and task.next_run_at <= cutoff:
-        return task.next_run_at  # beat never recorded this fire
-    return None
 
 
 def alarms_check(*, now: datetime) -> tuple[int, int]:
@@ -79,12 +53,11 @@ def alarms_check(*, now: datetime) -> tuple[int, int]:
 
 
 def _notify(task_id: str, note: str, now: datetime) -> None:
-    url = getattr(settings, "TASKS_ALARM_WEBHOOK_URL", "")
+    url = settings.TASKS_ALARM_WEBHOOK_URL
     if not url:
         return
 
     def post() -> None:
-        from . import actions
 
         try:
             http = actions.get("http")

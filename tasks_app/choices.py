@@ -1,0 +1,84 @@
+"""The fixed vocabularies of tasks and runs: schedule kinds, policies, statuses, triggers.
+
+Pure (no models, no queries), so that validation, policies and the models can all import it.
+Statuses only move through the service layer (``tasks_app.services``).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class ScheduleType(models.TextChoices):
+    NONE = "none", "On demand"
+    ONCE = "once", "Once, at a time"
+    INTERVAL = "interval", "Every N seconds"
+    CRON = "cron", "Cron expression"
+
+
+RECURRING = (ScheduleType.INTERVAL, ScheduleType.CRON)
+
+
+class OverlapPolicy(models.TextChoices):
+    ALLOW = "allow", "Allow overlapping runs"
+    SKIP = "skip", "Skip a fire while a run is active"
+    BUFFER_ONE = "buffer_one", "Keep at most one waiting run"
+
+
+class CatchupPolicy(models.TextChoices):
+    SKIP = "skip", "Skip missed fires"
+    LATEST = "latest", "One run for the missed fires"
+    ALL = "all", "Every missed fire within the window"
+
+
+class TaskStatus(models.TextChoices):
+    CREATED = "created"
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    PAUSED = "paused"
+    CANCELLED = "cancelled"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    RETRYING = "retrying"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+    SKIPPED = "skipped"
+
+
+FINAL_RUN_STATUSES = frozenset(
+    {
+        RunStatus.COMPLETED,
+        RunStatus.FAILED,
+        RunStatus.RETRYING,
+        RunStatus.EXPIRED,
+        RunStatus.CANCELLED,
+        RunStatus.SKIPPED,
+    }
+)
+ACTIVE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING})
+CANCELLABLE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED})
+RETRYABLE_RUN_STATUSES = frozenset({RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED})
+
+
+class Trigger(models.TextChoices):
+    MANUAL = "manual"
+    DELAY = "delay"
+    AT = "at"
+    SCHEDULE = "schedule"
+    RETRY = "retry"
+    BACKFILL = "backfill"
+    API = "api"
+    CLI = "cli"
+    ADMIN = "admin"
+
+
+# Runs asked for explicitly by a person start even while their task is paused.
+EXPLICIT_TRIGGERS = (Trigger.MANUAL, Trigger.API, Trigger.CLI, Trigger.ADMIN, Trigger.RETRY)

@@ -1,0 +1,28 @@
+"""Every read that more than one entry point makes (admin, API, CLI): lists with their
+filters, the schedule preview, dead runs, attempts, alarms. No writes here."""
+
+from .runs import DEAD_STATUSES, RUN_RANGES, run_attempts, run_list, run_list_dead
+from .tasks import (
+    MAX_PREVIEW,
+    TASK_RANGES,
+    Fire,
+    overdue_fire,
+    task_list,
+    task_preview,
+    tasks_in_alarm,
+)
+
+__all__ = [
+    "DEAD_STATUSES",
+    "MAX_PREVIEW",
+    "RUN_RANGES",
+    "TASK_RANGES",
+    "Fire",
+    "overdue_fire",
+    "run_attempts",
+    "run_list",
+    "run_list_dead",
+    "task_list",
+    "task_preview",
+    "tasks_in_alarm",
+]

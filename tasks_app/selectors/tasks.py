@@ -1,0 +1,121 @@
+"""Reads about tasks: lists, the schedule preview, alarms. No writes here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Max, Q, QuerySet
+from django.utils import timezone
+
+from .. import scheduling
+from ..models import Run, RunStatus, ScheduleType, Task, Trigger
+from ..task_schedule import first_fire, schedule_of
+
+MAX_PREVIEW = 100
+# List filters on a time range: ``<name>_after`` (inclusive) / ``<name>_before`` (exclusive).
+TASK_RANGES = {"next_run": "next_run_at", "created": "created_at"}
+
+
+def task_list(
+    *,
+    status: list[str] | None = None,
+    action: str | None = None,
+    schedule_type: list[str] | None = None,
+    paused: bool | None = None,
+    search: str | None = None,
+    **ranges: datetime | None,
+) -> QuerySet[Task]:
+    """Tasks by id, filtered (each filter optional; ``ranges`` as in :data:`TASK_RANGES`)."""
+    qs = Task.objects.all()
+    if status:
+        qs = qs.filter(status__in=status)
+    if action:
+        qs = qs.filter(action=action)
+    if schedule_type:
+        qs = qs.filter(schedule_type__in=schedule_type)
+    if paused is not None:
+        qs = qs.filter(paused=paused)
+    if search:
+        qs = qs.filter(Q(id__icontains=search) | Q(name__icontains=search))
+    return in_ranges(qs, TASK_RANGES, ranges).order_by("id")
+
+
+def in_ranges(qs: QuerySet[Any], columns: dict[str, str], ranges: dict[str, Any]) -> QuerySet[Any]:
+    """``qs`` limited by ``<name>_after`` / ``<name>_before`` bounds on ``columns[name]``."""
+    unknown = set(ranges) - {f"{n}_{side}" for n in columns for side in ("after", "before")}
+    if unknown:
+        raise TypeError(f"unknown filters: {sorted(unknown)}")
+    for name, column in columns.items():
+        if ranges.get(f"{name}_after") is not None:
+            qs = qs.filter(**{f"{column}__gte": ranges[f"{name}_after"]})
+        if ranges.get(f"{name}_before") is not None:
+            qs = qs.filter(**{f"{column}__lt": ranges[f"{name}_before"]})
+    return qs
+
+
+@dataclass(frozen=True)
+class Fire:
+    utc: datetime
+    local: datetime
+
+
+def task_preview(*, task: Task, count: int = 5, now: datetime | None = None) -> list[Fire]:
+    """The next ``count`` fire instants of ``task``'s schedule, in UTC and in its zone.
+
+    Works on an unsaved task too (the admin form previews before saving). A task with no
+    recurring schedule previews its ``once`` instant, or nothing.
+    """
+    now = now or timezone.now()
+    count = max(1, min(count, MAX_PREVIEW))
+    zone = scheduling.get_zone(task.timezone or "UTC")
+    if task.schedule_type == ScheduleType.ONCE:
+        fires = [task.run_at] if task.run_at and task.run_at > now else []
+    else:
+        start = (
+            task.next_run_at
+            if (task.pk and task.next_run_at and task.next_run_at > now)
+            else first_fire(task, now=now)
+        )
+        schedule = schedule_of(task, anchor=start) if start else None
+        fires = (
+            []
+            if start is None or schedule is None
+            else [start, *scheduling.next_fires(schedule, start, count - 1)]
+        )
+        if task.end_at:
+            fires = [f for f in fires if f <= task.end_at]
+    return [Fire(utc=f, local=f.astimezone(zone)) for f in fires[:count]]
+
+
+def tasks_in_alarm() -> QuerySet[Task]:
+    """Tasks whose missed-run alarm is raised (see ``tasks_app.services.alarms``), oldest alarm first."""
+    return Task.objects.filter(alarm_since__isnull=False).order_by("alarm_since")
+
+
+def overdue_fire(task: Task, *, now: datetime) -> datetime | None:
+    """The oldest fire instant of ``task`` that should have completed by ``now`` and has not."""
+    assert task.alert_after_seconds is not None
+    cutoff = now - timedelta(seconds=task.alert_after_seconds)
+    last_ok = task.runs.filter(status=RunStatus.COMPLETED).aggregate(last=Max("scheduled_for"))[
+        "last"
+    ]
+    unmet = Run.objects.filter(task=task, trigger=Trigger.SCHEDULE, scheduled_for__lte=cutoff)
+    if last_ok is not None:
+        unmet = unmet.filter(scheduled_for__gt=last_ok)
+    first_unmet = (
+        unmet.exclude(
+            scheduled_for__in=Run.objects.filter(task=task, status=RunStatus.COMPLETED).values(
+                "scheduled_for"
+            )
+        )
+        .order_by("scheduled_for")
+        .values_list("scheduled_for", flat=True)
+        .first()
+    )
+    if first_unmet is not None:
+        return first_unmet
+    if task.next_run_at is not None and task.next_run_at <= cutoff:
+        return task.next_run_at  # beat never recorded this fire
+    return None

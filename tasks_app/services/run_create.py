@@ -1,0 +1,93 @@
+"""New runs: one stored and published when due, and a new attempt of a finished run."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from .. import store
+from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
+from .errors import ConflictError
+from .run_release import enqueue_on_commit
+
+
+def new_run(
+    task: Task,
+    *,
+    trigger: str,
+    due_at: datetime,
+    scheduled_for: datetime | None = None,
+    attempt: int = 1,
+    first_attempt_id: Any = None,
+    expires_at: datetime | None = None,
+) -> Run:
+    """An unsaved ``pending`` run of ``task`` (its deadline from ``expires_after_seconds``
+    unless given)."""
+    if expires_at is None and task.expires_after_seconds:
+        expires_at = due_at + timedelta(seconds=task.expires_after_seconds)
+    return Run(
+        task=task,
+        trigger=trigger,
+        status=RunStatus.PENDING,
+        due_at=due_at,
+        scheduled_for=scheduled_for or due_at,
+        attempt=attempt,
+        first_attempt_id=first_attempt_id,
+        expires_at=expires_at,
+    )
+
+
+def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **extra: Any) -> Run:
+    """Store a ``pending`` run, move its task to ``pending`` (unless it is running or paused)
+    with the run in its ``next_run_at`` (one statement, ``create_run``), and publish it at
+    commit if it is due within the horizon."""
+    run = new_run(task, trigger=trigger, due_at=due_at, **extra)
+    store.fetch_one("create_run", store.run_params(run))
+    run._state.adding, run._state.db = False, "default"
+    enqueue_on_commit(run, now=now)
+    return run
+
+
+def run_retry(*, run: Run) -> Run:
+    """A new attempt, due now, of a finished, unsuccessful run (``failed``, ``expired``,
+    ``cancelled``), linked to the same first attempt.
+
+    Only the latest attempt of a run can be retried, and the attempts of one run are
+    serialized on its first attempt's row, so a double click makes one new attempt, not two
+    (the second gets a :class:`ConflictError`).
+    """
+    if run.status not in RETRYABLE_RUN_STATUSES:
+        raise ConflictError(
+            f"run {run.id} is {run.status}; only failed, expired or cancelled runs can be retried"
+        )
+    first_id = run.first_attempt_id or run.id
+    with transaction.atomic():
+        list(Run.objects.select_for_update().filter(pk=first_id).values_list("pk", flat=True))
+        latest = _last_attempt(run)
+        if latest > run.attempt:
+            raise ConflictError(f"run {run.id} was already retried (attempt {latest} exists)")
+        now = timezone.now()
+        return run_create(
+            task=run.task,
+            trigger=Trigger.RETRY,
+            due_at=now,
+            now=now,
+            scheduled_for=run.scheduled_for,
+            attempt=latest + 1,
+            first_attempt_id=first_id,
+        )
+
+
+def _last_attempt(run: Run) -> int:
+    first = run.first_attempt_id or run.id
+    latest = (
+        Run.objects.filter(Q(pk=first) | Q(first_attempt_id=first))
+        .order_by("-attempt")
+        .values_list("attempt", flat=True)
+        .first()
+    )
+    return latest or run.attempt

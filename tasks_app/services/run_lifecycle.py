@@ -1,0 +1,332 @@
+"""A run's life on the worker side: claim, execute, complete or fail; and cancel.
+
+Every status change is a conditional statement (``UPDATE ... WHERE status = <expected>``,
+named in ``tasks_app/store/queries.sql``): whoever gets there first (a worker finishing, the
+sweep declaring the run lost, a duplicate message) wins and the others change nothing, so a
+run's state moves at most once along each edge even though its message may be delivered
+more than once. See docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .. import actions, store
+from ..logs import run_log
+from ..models import EXPLICIT_TRIGGERS, OverlapPolicy, Run, RunStatus, Task, TaskStatus, Trigger
+from .audit import jsonable
+from .errors import ConflictError
+from .retry_policy import retry_delay, timed_out_error
+from .run_create import run_create
+from .tasks import task_pause
+
+log = logging.getLogger(__name__)
+# The database is unreachable (restart, failover, network): worth waiting for, not a failure.
+DB_ERRORS = (OperationalError, InterfaceError)
+
+
+def run_execute(*, run_id: str, worker: str) -> Run | None:
+    """Claim the run, call its action, record the outcome. ``None`` if not claimable.
+
+    A redelivered or duplicated message for a run that already started, finished or was
+    cancelled does nothing (the claim is conditional on ``queued``). The outcome is written
+    with :func:`_persist`, which waits out a short database outage instead of losing it.
+    While this runs, the caller renews the run's lease (``tasks_app.recovery``).
+    """
+    run = run_claim(run_id=run_id, worker=worker)
+    if run is None:
+        return None
+    task = run.task
+    ctx = actions.RunContext(
+        run_id=str(run.id),
+        task_id=task.id,
+        attempt=run.attempt,
+        scheduled_for=run.scheduled_for,
+        due_at=run.due_at,
+        timeout_seconds=task.timeout_seconds,
+        first_attempt_id=str(run.first_attempt_id or run.id),
+    )
+    try:
+        action = actions.get(task.action)
+        outcome = action.func(dict(task.payload), ctx)
+    except SoftTimeLimitExceeded:
+        error = timed_out_error(task)
+        return _persist(lambda: run_fail(run=run, error=error, retryable=True))
+    except Exception as exc:  # the action's failure is the run's failure, never the worker's
+        retryable = not isinstance(exc, actions.ActionError) or exc.retryable
+        error = f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()}"
+        return _persist(lambda: run_fail(run=run, error=error, retryable=retryable))
+    if isinstance(outcome, actions.Outcome):
+        output, result = outcome.output, outcome.result
+    else:
+        output, result = ("" if outcome is None else str(outcome)), None
+    return _persist(lambda: run_complete(run=run, output=output, result=result))
+
+
+def run_claim(*, run_id: str, worker: str) -> Run | None:
+    """``queued → running``, or the move that fits a run that may not start.
+
+    The common case (task not paused, overlap ``allow``, deadline not passed) is one
+    statement, ``claim_run``. When it claims nothing, :func:`_claim_refused` finds out why:
+    not queued any more (a duplicate message: nothing happens), past its deadline
+    (``expired``), its task paused (held or skipped), or another overlap policy, checked
+    under the task's lock before the same statement claims it.
+    """
+    now = timezone.now()
+    try:
+        key = uuid.UUID(str(run_id))
+    except ValueError:
+        log.warning("message for %r, which is not a run id, ignored", run_id)
+        return None
+    run = _claim(key, worker=worker, now=now, overlap_checked=False)
+    if run is None:
+        run = _claim_refused(key, worker=worker, now=now)
+    if run is not None:
+        run_log(log, run).info("run started on %s", worker)
+    return run
+
+
+def _claim(run_id: uuid.UUID, *, worker: str, now: datetime, overlap_checked: bool) -> Run | None:
+    row = store.fetch_one(
+        "claim_run",
+        {
+            "run_id": run_id,
+            "worker": worker,
+            "now": now,
+            "explicit_triggers": [str(t) for t in EXPLICIT_TRIGGERS],
+            "overlap_checked": overlap_checked,
+        },
+    )
+    return None if row is None else store.claimed_run(row)
+
+
+def _claim_refused(run_id: uuid.UUID, *, worker: str, now: datetime) -> Run | None:
+    run = Run.objects.select_related("task").filter(pk=run_id).first()
+    if run is None or run.status != RunStatus.QUEUED:
+        log.info("run %s is %s; message ignored", run_id, run.status if run else "gone")
+        return None
+    if run.expires_at is not None and now > run.expires_at:
+        if runs_expire([run.pk], now=now):
+            log.info("run %s expired: could not start by %s", run_id, run.expires_at.isoformat())
+        return None
+    if run.task.paused and run.trigger not in EXPLICIT_TRIGGERS:
+        _hold_for_pause(run, now=now)
+        return None
+    if run.task.overlap_policy == OverlapPolicy.ALLOW:
+        log.info("run %s was claimed elsewhere; message ignored", run_id)
+        return None
+    with transaction.atomic():
+        if not _overlap_allows(run, now=now):
+            return None
+        return _claim(run.pk, worker=worker, now=now, overlap_checked=True)
+
+
+def _hold_for_pause(run: Run, *, now: datetime) -> None:
+    """A message for a paused task's run arrived: a schedule fire is skipped (pausing stops
+    fires), a delayed run goes back to ``pending`` until the task is resumed."""
+    if run.trigger == Trigger.SCHEDULE:
+        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.SKIPPED, finished_at=now, error="skipped: task paused"
+        )
+    else:
+        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.PENDING, queued_at=None
+        )
+    log.info("run %s held: task %s is paused", run.id, run.task_id)
+
+
+def _overlap_allows(run: Run, *, now: datetime) -> bool:
+    """The task's overlap policy, decided at the instant the run would start.
+
+    Claims of one task are serialized on its row (``SELECT ... FOR UPDATE``), so two runs
+    can never both see "nothing running". ``skip``: a run due while another is running is
+    ``skipped``. ``buffer_one``: it waits (back to ``pending``; beat offers it again next
+    tick) unless an earlier run is already waiting, in which case it is ``skipped``.
+    """
+    list(Task.objects.select_for_update().filter(pk=run.task_id).values_list("pk", flat=True))
+    others = Run.objects.filter(task_id=run.task_id).exclude(pk=run.pk)
+    busy = others.filter(status=RunStatus.RUNNING).values_list("id", flat=True).first()
+    if busy is None:
+        return True
+    waiting = others.filter(
+        status__in=[RunStatus.PENDING, RunStatus.QUEUED], due_at__lt=run.due_at
+    ).exists()
+    if run.task.overlap_policy == OverlapPolicy.BUFFER_ONE and not waiting:
+        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+            status=RunStatus.PENDING, queued_at=None
+        )
+        log.info("run %s waits for run %s to finish (overlap buffer_one)", run.id, busy)
+        return False
+    Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        status=RunStatus.SKIPPED,
+        finished_at=now,
+        error=f"skipped: run {busy} was still running (overlap {run.task.overlap_policy})",
+    )
+    log.info("run %s skipped: run %s still running", run.id, busy)
+    return False
+
+
+def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
+    """``running → completed`` (one statement, ``complete_run``); a no-op if the run's end
+    was already recorded (for instance the sweep declared it lost while its worker was cut
+    off from the database)."""
+    text, truncated = cap_output(output)
+    now = timezone.now()
+    row = store.fetch_one(
+        "complete_run",
+        {
+            "run_id": run.pk,
+            "now": now,
+            "output": text,
+            "truncated": truncated,
+            "result": Run._meta.get_field("result").get_db_prep_save(jsonable(result), connection),
+        },
+    )
+    if not row or not row[0]:
+        _not_recorded(run, RunStatus.COMPLETED)
+        return run
+    run.status, run.finished_at = RunStatus.COMPLETED, now
+    run.output, run.truncated, run.result = text, truncated, jsonable(result)
+    run_log(log, run).info("run completed")
+    return run
+
+
+def run_fail(*, run: Run, error: str, retryable: bool = True) -> Run:
+    """Record a failure; schedule the next attempt while retries remain.
+
+    Attempt ``n`` is retried while ``n <= max_retries`` (so ``max_retries=3`` makes up to 4
+    attempts); each retry is a new run row (``trigger=retry``, ``attempt=n+1``, linked to
+    the first attempt) due after :func:`retry_delay`. The finish is conditional on the run
+    still being ``running``, and the next attempt is created in the same transaction only
+    if it was, so two processes failing the same run make one retry, not two.
+    """
+    task = run.task
+    retry = retryable and run.attempt <= task.max_retries
+    status = RunStatus.RETRYING if retry else RunStatus.FAILED
+    text, _ = cap_output(error)
+    now = timezone.now()
+    with transaction.atomic():
+        finished = store.fetch_one(
+            "finish_run", {"run_id": run.pk, "status": status, "now": now, "error": text}
+        )
+        if finished is None:
+            _not_recorded(run, status)
+            return run
+        run.status, run.finished_at, run.error = status, now, text
+        if retry:
+            run_create(
+                task=task,
+                trigger=Trigger.RETRY,
+                due_at=now + retry_delay(task, attempt=run.attempt),
+                now=now,
+                scheduled_for=run.scheduled_for,
+                attempt=run.attempt + 1,
+                first_attempt_id=run.first_attempt_id or run.id,
+                expires_at=run.expires_at,
+            )
+        else:
+            task_after_run([run.task_id], TaskStatus.FAILED)
+            _count_failure(task, error=text)
+    run_log(log, run).warning("run %s: %s", status, text.splitlines()[0] if text else "")
+    return run
+
+
+def run_lost(*, run_id: str, error: str) -> Run | None:
+    """The process executing a ``running`` run is gone (killed at its hard time limit, or
+    its worker died): record ``error`` and retry or fail it by the task's retry policy.
+
+    ``None`` if the run is not running any more (its outcome was already recorded).
+    """
+    run = Run.objects.select_related("task").filter(pk=run_id, status=RunStatus.RUNNING).first()
+    if run is None:
+        return None
+    return run_fail(run=run, error=error, retryable=True)
+
+
+def run_cancel(*, run: Run) -> Run:
+    """Cancel a run that has not started (``pending`` or ``queued``)."""
+    row = store.fetch_one("cancel_run", {"run_id": run.pk, "now": timezone.now()})
+    run.refresh_from_db()
+    if row is None:
+        raise ConflictError(
+            f"run {run.id} is {run.status}; only pending or queued runs can be cancelled"
+        )
+    task_after_run([run.task_id], TaskStatus.CANCELLED)
+    return run
+
+
+def runs_expire(run_ids: list[Any], *, now: datetime) -> int:
+    """Those of ``run_ids`` still waiting past their deadline become ``expired``."""
+    rows = store.fetch_all("expire_runs", {"run_ids": run_ids, "now": now})
+    task_after_run({row[0] for row in rows}, TaskStatus.FAILED)
+    return len(rows)
+
+
+def task_after_run(task_ids: Iterable[str], status: str) -> None:
+    """Keep each task's status in step with its latest run (``task_after_run``): recurring
+    tasks go back to ``pending`` while they will fire again (a finished schedule —
+    ``max_runs`` reached, ``end_at`` passed — ends with its last run's status)."""
+    ids = list(task_ids)
+    if ids:
+        store.execute("task_after_run", {"task_ids": ids, "run_status": str(status)})
+
+
+def cap_output(text: str) -> tuple[str, bool]:
+    """At most ``TASKS_OUTPUT_LIMIT_BYTES`` of UTF-8, and whether anything was cut."""
+    limit = settings.TASKS_OUTPUT_LIMIT_BYTES
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= limit:
+        return text, False
+    return data[:limit].decode("utf-8", errors="ignore"), True
+
+
+def _not_recorded(run: Run, status: str) -> None:
+    log.warning("run %s was no longer running; its %s outcome is not recorded", run.pk, status)
+    run.refresh_from_db()
+
+
+def _count_failure(task: Task, *, error: str) -> None:
+    """One more failure in a row; pause the task once ``pause_after_failures`` is reached."""
+    Task.objects.filter(pk=task.pk).update(consecutive_failures=F("consecutive_failures") + 1)
+    if not task.pause_after_failures:
+        return
+    current = Task.objects.filter(pk=task.pk, paused=False).first()
+    if current is None or current.consecutive_failures < task.pause_after_failures:
+        return
+    reason = error.splitlines()[0] if error else "failed"
+    note = f"auto-paused after {current.consecutive_failures} consecutive failures; last: {reason}"
+    task_pause(task=current, note=note[:1000], by="system")
+    log.error(
+        "task %s auto-paused after %d consecutive failures",
+        task.pk,
+        current.consecutive_failures,
+        extra={"task_id": task.pk},
+    )
+
+
+def _persist(write: Callable[[], Run]) -> Run:
+    """Run ``write`` (a conditional, idempotent outcome write), retrying for up to
+    ``TASKS_DB_RETRY_SECONDS`` while the database is unreachable, so a database restart
+    during a run delays its record instead of leaving it ``running``."""
+    deadline = time.monotonic() + settings.TASKS_DB_RETRY_SECONDS
+    while True:
+        try:
+            return write()
+        except DB_ERRORS:
+            if time.monotonic() > deadline:
+                raise
+            log.warning("database unavailable; retrying the run's outcome", exc_info=True)
+            connection.close()
+            time.sleep(0.5)

@@ -1,0 +1,107 @@
+"""The writes of recovery: the worker's lease on its running runs, and beat's sweep over runs
+that lost their deadline, their worker or their message (``tasks_app.recovery`` decides
+when; docs/reliability.md says what is guaranteed)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from .. import dispatch
+from ..models import Run, RunStatus
+from .retry_policy import run_timeout_seconds, timed_out_error
+from .run_lifecycle import run_fail, runs_expire
+
+log = logging.getLogger(__name__)
+
+
+def run_renew_leases(*, run_ids: Iterable[Any], now: datetime) -> int:
+    """Push the lease (``heartbeat_at``) of these runs, while they are still running."""
+    ids = list(run_ids)
+    if not ids:
+        return 0
+    return Run.objects.filter(id__in=ids, status=RunStatus.RUNNING).update(heartbeat_at=now)
+
+
+def run_expire_overdue(*, now: datetime, batch: int = 1000) -> int:
+    """``pending``/``queued`` runs past their deadline (``expires_at``) become ``expired``.
+
+    This is what expires a run when no worker is up to notice at claim time; rows are taken
+    with ``SKIP LOCKED`` so a run being published or claimed right now is left alone (the
+    claim checks the deadline itself).
+    """
+    total = 0
+    while True:
+        with transaction.atomic():
+            ids = list(
+                Run.objects.select_for_update(skip_locked=True)
+                .filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED], expires_at__lt=now)
+                .values_list("id", flat=True)[:batch]
+            )
+            if not ids:
+                return total
+            runs_expire(ids, now=now)
+        total += len(ids)
+        if len(ids) < batch:
+            return total
+
+
+def run_fail_stalled(*, now: datetime, batch: int = 500) -> list[Run]:
+    """Running runs whose worker is gone, retried or failed by their task's policy.
+
+    A run is stalled when its lease (``heartbeat_at``, renewed every
+    ``TASKS_HEARTBEAT_SECONDS`` by the executing process) is older than
+    ``TASKS_STALL_SECONDS``: its worker was killed, lost its database, or hangs without
+    the GIL. A run still renewing its lease but running longer than its hard time limit
+    plus the stall window is failed too (a pool that cannot enforce time limits).
+    """
+    stall = timedelta(seconds=settings.TASKS_STALL_SECONDS)
+    grace = timedelta(seconds=dispatch.HARD_LIMIT_GRACE_SECONDS)
+    candidates = (
+        Run.objects.select_related("task")
+        .filter(status=RunStatus.RUNNING, started_at__lt=now - stall)
+        .order_by("started_at")[:batch]
+    )
+    failed: list[Run] = []
+    for run in candidates:
+        assert run.started_at is not None
+        lease = run.heartbeat_at or run.started_at
+        limit = timedelta(seconds=run_timeout_seconds(run.task))
+        elapsed = now - run.started_at
+        worker = run.worker or "its worker"
+        if now - lease > stall:
+            silent = int((now - lease).total_seconds())
+            error = (
+                timed_out_error(run.task, f"{worker} lost; no lease renewal for {silent} s")
+                if elapsed > limit
+                else f"worker lost: {worker} stopped renewing the run's lease {silent} s ago"
+            )
+        elif elapsed > limit + grace + stall:
+            error = timed_out_error(
+                run.task, f"still running after {int(elapsed.total_seconds())} s"
+            )
+        else:
+            continue
+        log.warning("run %s stalled: %s", run.id, error)
+        failed.append(run_fail(run=run, error=error, retryable=True))
+    return failed
+
+
+def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
+    """Runs ``queued`` longer than ``TASKS_REQUEUE_AFTER_SECONDS`` past their due time, in
+    ``queues`` (those the caller found holding no ready message), go back to ``pending`` so
+    the next release publishes them again under the same run id. Should the original
+    message turn up after all, the claim lets only one of the two start the run.
+    """
+    cutoff = now - timedelta(seconds=settings.TASKS_REQUEUE_AFTER_SECONDS)
+    return Run.objects.filter(
+        status=RunStatus.QUEUED,
+        queued_at__lt=cutoff,
+        due_at__lt=cutoff,
+        task__queue__in=list(queues),
+    ).update(status=RunStatus.PENDING, queued_at=None)

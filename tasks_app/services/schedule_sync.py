@@ -1,0 +1,102 @@
+"""A task's schedule kept in line with the task: its ``next_run_at``, the run a ``once``
+task owns, and the django-celery-beat entry a recurring task owns (written here only)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+from .. import scheduling, store
+from ..models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
+from ..task_schedule import first_fire
+from .run_create import run_create
+from .run_release import enqueue_on_commit
+
+# The Celery task a django-celery-beat entry names ("run now" from its admin).
+EXECUTE_TASK = "tasks_app.execute_task"
+
+
+def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
+    """Bring ``next_run_at``, the beat entry and a 'once' task's run in line with the task."""
+    if task.is_recurring:
+        if replan or task.next_run_at is None:
+            task.next_run_at = first_fire(task, now=now)
+        if task.status == TaskStatus.CREATED and not task.paused:
+            task.status = TaskStatus.PENDING
+        task.save(update_fields=["next_run_at", "status"])
+    elif task.schedule_type == ScheduleType.ONCE and replan:
+        _sync_once_run(task, now=now)
+    elif replan:
+        store.execute("task_refresh_next_run", {"task_id": task.pk})
+        task.refresh_from_db(fields=["next_run_at", "status"])
+    sync_periodic_task(task)
+
+
+def _sync_once_run(task: Task, *, now: datetime) -> None:
+    """A 'once' task owns one run at ``run_at``: move it while it waits, or create it."""
+    assert task.run_at is not None
+    waiting = task.runs.filter(trigger=Trigger.AT, status=RunStatus.PENDING).first()
+    if waiting is not None:
+        expires_at = (
+            task.run_at + timedelta(seconds=task.expires_after_seconds)
+            if task.expires_after_seconds
+            else None
+        )
+        Run.objects.filter(pk=waiting.pk, status=RunStatus.PENDING).update(
+            due_at=task.run_at, scheduled_for=task.run_at, expires_at=expires_at
+        )
+        store.execute("task_refresh_next_run", {"task_id": task.pk})
+        enqueue_on_commit(Run.objects.select_related("task").get(pk=waiting.pk), now=now)
+    else:
+        run_create(task=task, trigger=Trigger.AT, due_at=task.run_at, now=now)
+    task.refresh_from_db(fields=["next_run_at", "status"])
+
+
+def sync_periodic_task(task: Task) -> None:
+    """The django-celery-beat entry a recurring task owns; only this function writes it."""
+    if not task.is_recurring:
+        if task.periodic_task_id:
+            periodic = task.periodic_task
+            Task.objects.filter(pk=task.pk).update(periodic_task=None)
+            task.periodic_task = None
+            if periodic is not None:
+                periodic.delete()
+        return
+    interval = crontab = None
+    if task.schedule_type == ScheduleType.INTERVAL:
+        interval, _ = IntervalSchedule.objects.get_or_create(
+            every=task.interval_seconds, period=IntervalSchedule.SECONDS
+        )
+    else:
+        fields = scheduling.parse_cron(task.cron)
+        minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
+        crontab, _ = CrontabSchedule.objects.get_or_create(
+            minute=minute,
+            hour=hour,
+            day_of_month=dom,
+            month_of_year=month,
+            day_of_week=dow,
+            timezone=task.timezone,
+        )
+    values = {
+        "name": f"task:{task.id}",
+        "task": EXECUTE_TASK,
+        "kwargs": json.dumps({"task_id": task.id}),
+        "interval": interval,
+        "crontab": crontab,
+        "enabled": not task.paused,
+        "queue": task.queue,
+        "priority": task.priority,
+        "description": f"Owned by task {task.id}; edit the task, not this entry.",
+    }
+    periodic = task.periodic_task
+    if periodic is None:
+        periodic = PeriodicTask.objects.create(**values)
+        task.periodic_task = periodic
+        Task.objects.filter(pk=task.pk).update(periodic_task=periodic)
+    else:
+        for name, value in values.items():
+            setattr(periodic, name, value)
+        periodic.save()

@@ -1,0 +1,107 @@
+"""The only code that issues the named statements of ``queries.sql``.
+
+A statement is run server-side bound (psycopg 3) on Django's connection, inside whatever
+transaction is open there, and prepared once per connection when
+``DATABASE_PREPARED_STATEMENTS`` is on (psycopg ignores ``prepare=True`` while the
+connection's ``prepare_threshold`` is ``None``, Django's default): Postgres then plans each
+statement once per connection, not once per run. Errors are Django's (``OperationalError``
+when the database is away), as for the ORM.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from django.db import connection
+from django.db.models import Field, Model
+
+from ..models import Run, Task
+
+QUERIES_FILE = Path(__file__).with_name("queries.sql")
+RUN_FIELDS: Sequence[Field[Any, Any]] = Run._meta.concrete_fields
+TASK_FIELDS: Sequence[Field[Any, Any]] = Task._meta.concrete_fields
+_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+def _aliased(alias: str, fields: Sequence[Field[Any, Any]]) -> str:
+    return ", ".join(f'{alias}."{f.column}" AS "{alias}_{f.column}"' for f in fields)
+
+
+def _expand(sql: str) -> str:
+    sql = sql.replace("{run_columns}", ", ".join(f'"{f.column}"' for f in RUN_FIELDS))
+    sql = sql.replace("{run_values}", ", ".join(f"%({f.column})s" for f in RUN_FIELDS))
+    for alias in set(re.findall(r"\{run_fields:(\w+)\}", sql)):
+        sql = sql.replace(f"{{run_fields:{alias}}}", _aliased(alias, RUN_FIELDS))
+    for alias in set(re.findall(r"\{task_fields:(\w+)\}", sql)):
+        sql = sql.replace(f"{{task_fields:{alias}}}", _aliased(alias, TASK_FIELDS))
+    return sql
+
+
+def parse(text: str) -> dict[str, str]:
+    """``{name: statement}`` from ``-- name: <name>`` blocks (comment lines dropped)."""
+    parts = _NAME.split(text)
+    queries: dict[str, str] = {}
+    for name, body in zip(parts[1::2], parts[2::2], strict=True):
+        lines = [line for line in body.splitlines() if not line.lstrip().startswith("--")]
+        queries[name] = _expand("\n".join(lines).strip().rstrip(";"))
+    return queries
+
+
+@cache
+def queries() -> dict[str, str]:
+    return parse(QUERIES_FILE.read_text())
+
+
+def _cursor() -> psycopg.Cursor[Any]:
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
+def fetch_one(name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """Run statement ``name``; its first row, or ``None``."""
+    with connection.wrap_database_errors, _cursor() as cur:
+        cur.execute(queries()[name], params, prepare=True)  # type: ignore[call-overload]
+        return cur.fetchone()
+
+
+def fetch_all(name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Run statement ``name``; all its rows."""
+    with connection.wrap_database_errors, _cursor() as cur:
+        cur.execute(queries()[name], params, prepare=True)  # type: ignore[call-overload]
+        return cur.fetchall()
+
+
+def execute(name: str, params: dict[str, Any]) -> int:
+    """Run statement ``name``; how many rows it changed."""
+    with connection.wrap_database_errors, _cursor() as cur:
+        cur.execute(queries()[name], params, prepare=True)  # type: ignore[call-overload]
+        return cur.rowcount
+
+
+def to_model(model: type[Model], fields: Sequence[Field[Any, Any]], values: Sequence[Any]) -> Any:
+    """A model instance from ``values`` in the order of ``fields`` (as the ORM loads one)."""
+    converted = []
+    for field, value in zip(fields, values, strict=True):
+        for convert in field.get_db_converters(connection):  # type: ignore[attr-defined]
+            value = convert(value, field, connection)
+        converted.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+
+
+def run_params(run: Run) -> dict[str, Any]:
+    """``{column: value}`` of a new run, as ``create_run`` takes them."""
+    return {f.column: f.get_db_prep_save(f.pre_save(run, add=True), connection) for f in RUN_FIELDS}
+
+
+def claimed_run(row: Sequence[Any]) -> Run:
+    """The run (with its task attached) from a ``claim_run`` row."""
+    n = len(RUN_FIELDS)
+    run: Run = to_model(Run, RUN_FIELDS, row[:n])
+    run.task = to_model(Task, TASK_FIELDS, row[n : n + len(TASK_FIELDS)])
+    return run

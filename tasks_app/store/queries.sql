@@ -1,0 +1,115 @@
+-- The statements of a run's life, each named once and issued only by tasks_app.store.
+-- Parameters are psycopg's %(name)s; {run_columns}, {run_values} and {run_fields:<alias>} /
+-- {task_fields:<alias>} are expanded from the models' columns when this file is loaded.
+-- Every status change is conditional on the status it leaves (docs/reliability.md), and the
+-- task's next_run_at and status follow the rules in the SQL functions tasks_app_next_run_at
+-- and tasks_app_status_after (migration 0004): one definition for every statement.
+
+-- name: create_run
+-- Insert a run; its task becomes pending (unless running or paused) and counts the run in
+-- its next_run_at.
+WITH created AS (
+    INSERT INTO tasks_app_run ({run_columns}) VALUES ({run_values})
+    RETURNING task_id, due_at
+)
+UPDATE tasks_app_task AS t
+   SET status = CASE WHEN NOT t.paused AND t.status <> 'running' THEN 'pending'
+                     ELSE t.status END,
+       next_run_at = tasks_app_next_run_at(t, NULL, c.due_at)
+  FROM created AS c
+ WHERE t.id = c.task_id
+RETURNING t.id;
+
+-- name: claim_run
+-- queued -> running, within the run's deadline, for an unpaused task (or a run a person
+-- asked for), when the task's overlap policy is allow or the caller has checked it under
+-- the task's lock (overlap_checked). The task becomes running; it is written only if that
+-- changes something. Returns the run and its task.
+WITH claimed AS (
+    UPDATE tasks_app_run AS r
+       SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s,
+           worker = %(worker)s,
+           lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
+      FROM tasks_app_task AS t
+     WHERE r.id = %(run_id)s AND r.status = 'queued' AND t.id = r.task_id
+       AND (NOT t.paused OR r.trigger = ANY(%(explicit_triggers)s))
+       AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
+       AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
+ RETURNING {run_fields:r}, {task_fields:t},
+           tasks_app_next_run_at(t, r.id, NULL) AS next_run_at_after
+), task_running AS (
+    UPDATE tasks_app_task AS t
+       SET status = 'running', next_run_at = c.next_run_at_after
+      FROM claimed AS c
+     WHERE t.id = c.r_task_id AND NOT t.paused
+       AND (t.status <> 'running' OR t.next_run_at IS DISTINCT FROM c.next_run_at_after)
+)
+SELECT * FROM claimed;
+
+-- name: complete_run
+-- running -> completed with the run's output; the task follows (its failure streak reset,
+-- a paused task keeps its status and next_run_at). Returns 1 if the run was running.
+WITH finished AS (
+    UPDATE tasks_app_run
+       SET status = 'completed', finished_at = %(now)s, output = %(output)s,
+           truncated = %(truncated)s, result = %(result)s
+     WHERE id = %(run_id)s AND status = 'running'
+ RETURNING task_id
+), task_done AS (
+    UPDATE tasks_app_task AS t
+       SET status = tasks_app_status_after(t, 'completed'),
+           next_run_at = CASE WHEN t.paused THEN t.next_run_at
+                              ELSE tasks_app_next_run_at(t, NULL, NULL) END,
+           consecutive_failures = 0
+      FROM finished AS f
+     WHERE t.id = f.task_id
+)
+SELECT count(*) FROM finished;
+
+-- name: finish_run
+-- running -> failed or retrying with the error. Returns the run's task id, or nothing if
+-- the run was no longer running.
+UPDATE tasks_app_run
+   SET status = %(status)s, finished_at = %(now)s, error = %(error)s
+ WHERE id = %(run_id)s AND status = 'running'
+RETURNING task_id;
+
+-- name: expire_runs
+-- pending/queued -> expired, for those of the given runs past their deadline. Returns the
+-- task id of each run expired.
+UPDATE tasks_app_run AS r
+   SET status = 'expired', finished_at = %(now)s,
+       error = 'expired: could not start by '
+               || to_char(r.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+ WHERE r.id = ANY(%(run_ids)s) AND r.status IN ('pending', 'queued')
+   AND r.expires_at < %(now)s
+RETURNING r.task_id;
+
+-- name: cancel_run
+-- pending/queued -> cancelled. Returns the run's task id, or nothing if it had started.
+UPDATE tasks_app_run
+   SET status = 'cancelled', finished_at = %(now)s
+ WHERE id = %(run_id)s AND status IN ('pending', 'queued')
+RETURNING task_id;
+
+-- name: task_after_run
+-- An unpaused task once one of its runs ended with run_status (failed, cancelled, expired,
+-- skipped...): status and next_run_at by the shared rules.
+UPDATE tasks_app_task AS t
+   SET status = tasks_app_status_after(t, %(run_status)s),
+       next_run_at = tasks_app_next_run_at(t, NULL, NULL)
+ WHERE t.id = ANY(%(task_ids)s) AND NOT t.paused;
+
+-- name: task_refresh_next_run
+-- The task's next_run_at after its runs were moved (a replanned schedule).
+UPDATE tasks_app_task AS t
+   SET next_run_at = tasks_app_next_run_at(t, NULL, NULL)
+ WHERE t.id = %(task_id)s;
+
+-- name: advance_tasks
+-- After a firing batch: each task's next fire, and how many fires it recorded.
+UPDATE tasks_app_task AS t
+   SET next_run_at = v.next_run_at, fire_count = t.fire_count + v.fired
+  FROM unnest(%(task_ids)s::varchar[], %(next_fires)s::timestamptz[], %(fired)s::integer[])
+       AS v(id, next_run_at, fired)
+ WHERE t.id = v.id;

@@ -1,0 +1,129 @@
+"""A run's moves on the worker side, driven through the services without a worker: the
+claim (and every reason it may refuse), completion, failure with and without retries, and
+cancel. The message's side is covered end to end in tests/e2e and tests/faults."""
+
+from datetime import UTC, timedelta
+
+import pytest
+from django.utils import timezone
+
+from tasks_app import services
+from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
+
+pytestmark = pytest.mark.django_db
+
+
+def queued_run(task: Task, *, trigger: str = Trigger.API, late: float = 0.0, **extra) -> Run:  # type: ignore[no-untyped-def]
+    """A run as a worker finds it: ``queued``, due ``late`` seconds ago (stored far ahead so
+    nothing is published, then moved by hand as the release would)."""
+    now = timezone.now()
+    run = services.run_create(
+        task=task, trigger=trigger, due_at=now + timedelta(hours=1), now=now, **extra
+    )
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.QUEUED, queued_at=now, due_at=now - timedelta(seconds=late)
+    )
+    return Run.objects.get(pk=run.pk)
+
+
+def test_claim_starts_a_queued_run_once_and_marks_the_task_running() -> None:
+    task = services.task_create(id="claim-me", action="noop")
+    run = queued_run(task, late=0.25)
+    claimed = services.run_claim(run_id=str(run.id), worker="w1@host")
+    assert claimed is not None and claimed.status == RunStatus.RUNNING
+    stored = Run.objects.get(pk=run.pk)
+    assert stored.worker == "w1@host" and stored.started_at is not None
+    assert stored.lateness_ms is not None and stored.lateness_ms >= 250
+    assert Task.objects.get(pk=task.pk).status == TaskStatus.RUNNING
+    # The same message delivered again (or a second worker) changes nothing.
+    assert services.run_claim(run_id=str(run.id), worker="w2@host") is None
+    assert Run.objects.get(pk=run.pk).worker == "w1@host"
+
+
+def test_a_message_that_names_no_run_is_ignored() -> None:
+    assert services.run_claim(run_id="not-a-uuid", worker="w") is None
+
+
+def test_claim_past_the_deadline_expires_the_run_with_its_deadline_in_the_error() -> None:
+    task = services.task_create(id="stale", action="noop")
+    run = queued_run(task, late=30)
+    deadline = timezone.now() - timedelta(seconds=10)
+    Run.objects.filter(pk=run.pk).update(expires_at=deadline)
+    assert services.run_claim(run_id=str(run.id), worker="w") is None
+    stored = Run.objects.get(pk=run.pk)
+    assert stored.status == RunStatus.EXPIRED
+    stamp = deadline.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert stored.error == f"expired: could not start by {stamp}"
+    assert Task.objects.get(pk=task.pk).status == TaskStatus.FAILED
+
+
+def test_a_paused_task_holds_delayed_runs_skips_fires_and_runs_what_a_person_asked_for() -> None:
+    task = services.task_create(id="paused", action="noop")
+    delayed = queued_run(task, trigger=Trigger.DELAY)
+    fire = queued_run(task, trigger=Trigger.SCHEDULE)
+    manual = queued_run(task, trigger=Trigger.MANUAL)
+    services.task_pause(task=task, note="maintenance")
+    Run.objects.filter(pk=fire.pk).update(status=RunStatus.QUEUED)  # pausing skipped it early
+    assert services.run_claim(run_id=str(delayed.id), worker="w") is None
+    assert services.run_claim(run_id=str(fire.id), worker="w") is None
+    assert services.run_claim(run_id=str(manual.id), worker="w") is not None
+    statuses = dict(Run.objects.filter(task=task).values_list("id", "status"))
+    assert statuses[delayed.id] == RunStatus.PENDING
+    assert statuses[fire.id] == RunStatus.SKIPPED
+    assert statuses[manual.id] == RunStatus.RUNNING
+    assert Task.objects.get(pk=task.pk).status == TaskStatus.PAUSED
+
+
+def test_complete_records_the_output_and_shows_the_next_waiting_run() -> None:
+    task = services.task_create(id="report", action="echo", payload={"message": "hi"})
+    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert run is not None
+    later = services.task_schedule_once(task=task, delay_seconds=600)
+    Task.objects.filter(pk=task.pk).update(consecutive_failures=2)
+    services.run_complete(run=run, output="hi", result={"n": 1})
+    stored = Run.objects.get(pk=run.pk)
+    assert (stored.status, stored.output, stored.result) == (RunStatus.COMPLETED, "hi", {"n": 1})
+    task.refresh_from_db()
+    assert (task.status, task.next_run_at, task.consecutive_failures) == (
+        TaskStatus.COMPLETED,
+        later.due_at,
+        0,
+    )
+    # A second outcome for the same run (a redelivery that raced) is not recorded.
+    services.run_fail(run=stored, error="late duplicate")
+    assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
+
+
+def test_failure_is_retried_while_retries_remain_then_fails_the_task() -> None:
+    task = services.task_create(id="flaky", action="noop", max_retries=1)
+    first = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert first is not None
+    services.run_fail(run=first, error="boom")
+    retry = Run.objects.get(first_attempt=first.pk)
+    assert Run.objects.get(pk=first.pk).status == RunStatus.RETRYING
+    assert (retry.attempt, retry.trigger, retry.status) == (2, Trigger.RETRY, RunStatus.PENDING)
+    assert retry.due_at > timezone.now()
+
+    Run.objects.filter(pk=retry.pk).update(status=RunStatus.QUEUED)
+    second = services.run_claim(run_id=str(retry.id), worker="w")
+    assert second is not None
+    services.run_fail(run=second, error="boom again")
+    assert Run.objects.get(pk=retry.pk).status == RunStatus.FAILED
+    assert Run.objects.filter(task=task).count() == 2
+    task.refresh_from_db()
+    assert (task.status, task.consecutive_failures) == (TaskStatus.FAILED, 1)
+
+
+def test_cancel_stops_a_waiting_run_but_not_a_running_one() -> None:
+    task = services.task_create(id="cancel-me", action="noop")
+    waiting = services.task_schedule_once(task=task, delay_seconds=600)
+    services.run_cancel(run=waiting)
+    assert Run.objects.get(pk=waiting.pk).status == RunStatus.CANCELLED
+    task.refresh_from_db()
+    assert (task.status, task.next_run_at) == (TaskStatus.CANCELLED, None)
+
+    running = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert running is not None
+    with pytest.raises(services.ConflictError, match="only pending or queued"):
+        services.run_cancel(run=running)
+    assert Run.objects.get(pk=running.pk).status == RunStatus.RUNNING

@@ -1,0 +1,85 @@
+"""The sweep's writes: overdue runs expire (with the same error as at claim time), runs of a
+vanished worker are retried or failed, runs whose message was lost go back to pending."""
+
+from datetime import UTC, timedelta
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+
+from tasks_app import services
+from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
+from tasks_app.services.run_recovery import (
+    run_expire_overdue,
+    run_fail_stalled,
+    run_requeue_lost,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def stored_run(task: Task, **fields) -> Run:  # type: ignore[no-untyped-def]
+    now = timezone.now()
+    run = services.run_create(
+        task=task, trigger=Trigger.API, due_at=now + timedelta(hours=1), now=now
+    )
+    Run.objects.filter(pk=run.pk).update(**fields)
+    return Run.objects.get(pk=run.pk)
+
+
+def test_overdue_waiting_runs_expire_in_batches_and_their_task_fails() -> None:
+    task = services.task_create(id="overdue", action="noop")
+    now = timezone.now()
+    deadline = now - timedelta(seconds=5)
+    overdue = [stored_run(task, expires_at=deadline) for _ in range(5)]
+    fresh = stored_run(task, expires_at=now + timedelta(hours=2))
+    assert run_expire_overdue(now=now, batch=2) == 5
+    stamp = deadline.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    for run in overdue:
+        stored = Run.objects.get(pk=run.pk)
+        assert (stored.status, stored.error) == (
+            RunStatus.EXPIRED,
+            f"expired: could not start by {stamp}",
+        )
+    assert Run.objects.get(pk=fresh.pk).status == RunStatus.PENDING
+    task.refresh_from_db()
+    # The fresh run still waits: the task shows it.
+    assert task.next_run_at == fresh.due_at
+
+
+@override_settings(TASKS_STALL_SECONDS=60)
+def test_a_run_whose_lease_lapsed_is_retried_or_failed_by_its_policy() -> None:
+    now = timezone.now()
+    old = now - timedelta(seconds=120)
+    retried_task = services.task_create(id="retried", action="noop", max_retries=1)
+    failed_task = services.task_create(id="failed", action="noop")
+    alive_task = services.task_create(id="alive", action="noop")
+    lost = stored_run(
+        retried_task, status=RunStatus.RUNNING, started_at=old, heartbeat_at=old, worker="w1"
+    )
+    dead = stored_run(failed_task, status=RunStatus.RUNNING, started_at=old, heartbeat_at=old)
+    alive = stored_run(alive_task, status=RunStatus.RUNNING, started_at=old, heartbeat_at=now)
+    assert {r.pk for r in run_fail_stalled(now=now)} == {lost.pk, dead.pk}
+    assert Run.objects.get(pk=lost.pk).status == RunStatus.RETRYING
+    assert Run.objects.filter(first_attempt=lost.pk, attempt=2).exists()
+    stored = Run.objects.get(pk=dead.pk)
+    assert stored.status == RunStatus.FAILED
+    assert "stopped renewing the run's lease 120 s ago" in stored.error
+    assert Task.objects.get(pk=failed_task.pk).status == TaskStatus.FAILED
+    assert Run.objects.get(pk=alive.pk).status == RunStatus.RUNNING
+
+
+@override_settings(TASKS_REQUEUE_AFTER_SECONDS=120)
+def test_runs_queued_long_past_their_due_time_go_back_to_pending_in_idle_queues_only() -> None:
+    now = timezone.now()
+    old = now - timedelta(seconds=600)
+    lost_task = services.task_create(id="lost", action="noop", queue="idle-queue")
+    busy_task = services.task_create(id="busy", action="noop", queue="busy-queue")
+    lost = stored_run(lost_task, status=RunStatus.QUEUED, queued_at=old, due_at=old)
+    waiting = stored_run(busy_task, status=RunStatus.QUEUED, queued_at=old, due_at=old)
+    recent = stored_run(lost_task, status=RunStatus.QUEUED, queued_at=now, due_at=now)
+    assert run_requeue_lost(now=now, queues=["idle-queue"]) == 1
+    statuses = dict(Run.objects.values_list("id", "status"))
+    assert statuses[lost.pk] == RunStatus.PENDING
+    assert statuses[waiting.pk] == RunStatus.QUEUED
+    assert statuses[recent.pk] == RunStatus.QUEUED
