@@ -49,6 +49,19 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 @pytest.fixture
 def fault_worker(worker_factory: Callable[..., Proc]) -> Callable[..., Proc]:
+    """Start workers for a fault test, on a session queue emptied first: a fire recorded
+    ahead by an earlier module's beat may have gone back to the queue when that module's
+    worker stopped, and these tests count what the queue holds."""
+    from django.conf import settings
+
+    from project.celery import app
+
+    with app.connection_for_write() as conn:
+        try:
+            conn.default_channel.queue_purge(settings.CELERY_TASK_DEFAULT_QUEUE)
+        except conn.channel_errors:  # not declared yet: nothing in it
+            pass
+
     def start(**kwargs: Any) -> Proc:
         return worker_factory(**{**FAULT_ENV, **kwargs})
 
