@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
@@ -33,6 +34,36 @@ class AwareDateTimeField(serializers.DateTimeField):
         return super().enforce_timezone(value)
 
 
+@extend_schema_field(
+    {"type": "object", "additionalProperties": True, "description": "A JSON object."}
+)
+class JSONObjectField(serializers.JSONField):
+    """A JSON object (``{...}``): not an array, a string, a number or ``null``."""
+
+    default_error_messages = {"not_object": "must be a JSON object"}
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            self.fail("not_object")
+        return value
+
+
+def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
+    """A number of seconds in ``[0, TASKS_MAX_DELAY]`` (bounds shown in the schema too)."""
+    limit = settings.TASKS_MAX_DELAY_SECONDS
+    return serializers.FloatField(
+        min_value=0,
+        max_value=limit,
+        help_text=help_text,
+        error_messages={
+            "min_value": "must not be negative",
+            "max_value": f"must be at most {limit:g} s (TASKS_MAX_DELAY)",
+        },
+        **kwargs,
+    )
+
+
 class StrictSerializerMixin:
     """Unknown keys are an error (a typo such as ``delay`` must not be silently ignored)."""
 
@@ -52,6 +83,7 @@ class TaskFieldsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.DateTimeField: AwareDateTimeField,
+        models.JSONField: JSONObjectField,
     }
 
     class Meta:
@@ -64,12 +96,11 @@ class TaskCreateSerializer(TaskFieldsSerializer):
     also schedules its one run in the same call; ``run_at`` with ``schedule_type: once`` is
     the task's own one-time schedule instead."""
 
-    delay_seconds = serializers.FloatField(
-        required=False, help_text="One run after this many seconds (0 .. TASKS_MAX_DELAY)."
+    delay_seconds = seconds_field(
+        "One run after this many seconds (0 .. TASKS_MAX_DELAY).", required=False
     )
-    expires_in_seconds = serializers.FloatField(
-        required=False,
-        help_text="The one run expires if it cannot start this long after its due time.",
+    expires_in_seconds = seconds_field(
+        "The one run expires if it cannot start this long after its due time.", required=False
     )
     expires_at = AwareDateTimeField(
         required=False, help_text="The one run expires at this instant."
@@ -106,6 +137,11 @@ class TaskCreateSerializer(TaskFieldsSerializer):
 
 
 class TaskOutputSerializer(serializers.ModelSerializer):
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.JSONField: JSONObjectField,
+    }
+
     class Meta:
         model = Task
         fields: tuple[str, ...] = (
@@ -170,9 +206,11 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     """Either one run (``delay_seconds`` or ``run_at``, optional expiry) or a recurring
     schedule (``schedule_type`` ``interval``/``cron`` with its fields)."""
 
-    delay_seconds = serializers.FloatField(required=False)
-    run_at = AwareDateTimeField(required=False)
-    expires_in_seconds = serializers.FloatField(required=False)
+    delay_seconds = seconds_field("One run after this many seconds.", required=False)
+    run_at = AwareDateTimeField(required=False, help_text="One run at this instant.")
+    expires_in_seconds = seconds_field(
+        "The run expires if it cannot start this long after its due time.", required=False
+    )
     expires_at = AwareDateTimeField(required=False)
     schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
     interval_seconds = serializers.IntegerField(required=False, min_value=1)
@@ -242,7 +280,7 @@ class PreviewSerializer(serializers.Serializer):
 class ActionSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
-    schema = serializers.JSONField(help_text="JSON Schema of the payload.")
+    schema = JSONObjectField(help_text="JSON Schema of the payload.")
 
 
 def action_data(action: actions.Action) -> dict[str, Any]:

@@ -117,12 +117,14 @@ def test_bad_create_is_400_and_writes_nothing(api: APIClient, case: str) -> None
     assert snapshot() == before
 
 
-def test_bad_delay_rolls_back_the_task_created_in_the_same_call(api: APIClient) -> None:
-    # task_create succeeds, then task_schedule_once refuses: the task must not stay behind.
+def test_bad_expiry_rolls_back_the_task_created_in_the_same_call(api: APIClient) -> None:
+    # task_create succeeds, then task_schedule_once refuses the expiry: no task stays behind.
     response = api.post(
-        "/api/tasks", {"id": "reminder", "action": "noop", "delay_seconds": 10**12}, format="json"
+        "/api/tasks",
+        {"id": "reminder", "action": "noop", "delay_seconds": 60, "expires_at": soon(30)},
+        format="json",
     )
-    assert_error(response, 400, "delay_seconds")
+    assert_error(response, 400, "expires_at")
     assert not Task.objects.filter(pk="reminder").exists()
     assert snapshot() == (0, 0, 0)
 
@@ -246,7 +248,8 @@ def test_missing_things_are_404(api: APIClient) -> None:
     assert_error(api.get("/api/tasks/nope"), 404)
     assert_error(api.post("/api/tasks/nope/execute"), 404)
     assert_error(api.get("/api/runs/00000000-0000-0000-0000-000000000000"), 404)
-    assert api.get("/api/runs/not-a-uuid").status_code == 404
+    assert_error(api.get("/api/runs/not-a-uuid"), 400, "run_id")
+    assert_error(api.post("/api/runs/not-a-uuid/cancel"), 400, "run_id")
 
 
 def test_bad_filters_and_nul_in_path_are_400(api: APIClient) -> None:
