@@ -64,8 +64,36 @@ def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
     )
 
 
+# The JSON type each kind of field takes. DRF coerces ("5" -> 5, 0 -> "0", "true" -> True);
+# a JSON body is typed, and the OpenAPI document promises those types, so a value of
+# another type is refused instead. Order matters: the first matching field class wins.
+JSON_TYPES: list[tuple[type[serializers.Field], tuple[type, ...], str]] = [
+    (serializers.BooleanField, (bool,), "must be true or false"),
+    (serializers.IntegerField, (int,), "must be an integer"),
+    (serializers.FloatField, (int, float), "must be a number"),
+    (serializers.DateTimeField, (str,), "must be a string (an ISO 8601 date-time)"),
+    (serializers.ChoiceField, (str,), "must be a string"),
+    (serializers.CharField, (str,), "must be a string"),
+]
+
+
+def json_type_error(field: serializers.Field, value: Any) -> str | None:
+    """Why ``value`` (parsed JSON) is of the wrong type for ``field``, or None."""
+    if value is None:
+        return None  # the field's own allow_null decides
+    for field_class, types, message in JSON_TYPES:
+        if isinstance(field, field_class):
+            if isinstance(value, bool) and bool not in types:
+                return message
+            if int in types and isinstance(value, float) and value.is_integer():
+                return None  # 2.0 is an integer in JSON Schema; DRF makes it 2
+            return None if isinstance(value, types) else message
+    return None
+
+
 class StrictSerializerMixin:
-    """Unknown keys are an error (a typo such as ``delay`` must not be silently ignored)."""
+    """A JSON body as the schema states it: unknown keys are an error (a typo such as
+    ``delay`` must not be silently ignored), and so is a value of the wrong JSON type."""
 
     fields: Any
 
@@ -74,6 +102,13 @@ class StrictSerializerMixin:
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+            wrong = {
+                name: [message]
+                for name, value in data.items()
+                if (message := json_type_error(self.fields[name], value)) is not None
+            }
+            if wrong:
+                raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)  # type: ignore[misc]
 
 

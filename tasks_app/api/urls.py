@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from . import views
 from .navigation import DocsView, unmatched
+from .schema import LinkedSchemaGenerator
 
 urlpatterns: list[URLPattern] = [
     path("health", views.HealthView.as_view(), name="api-health"),
@@ -30,7 +31,11 @@ urlpatterns: list[URLPattern] = [
     path("runs/<str:run_id>", views.RunDetailView.as_view(), name="api-run"),
     path("runs/<str:run_id>/cancel", views.RunCancelView.as_view(), name="api-run-cancel"),
     path("runs/<str:run_id>/retry", views.RunRetryView.as_view(), name="api-run-retry"),
-    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path(
+        "schema",
+        SpectacularAPIView.as_view(generator_class=LinkedSchemaGenerator),
+        name="api-schema",
+    ),
     path("docs", DocsView.as_view(url_name="api-schema"), name="api-docs"),
     # Last: trailing-slash variants redirect, anything else is a JSON 404.
     re_path(r"^(?P<path>.*)$", unmatched, name="api-unmatched"),

@@ -170,7 +170,7 @@ class ActionListView(ApiView):
 
     @extend_schema(
         summary="Registered actions and their payload schemas",
-        responses={200: ActionSerializer(many=True), **errors()},
+        responses={200: ActionSerializer(many=True), **errors(404)},
     )
     def get(self, request: Request) -> Response:
         return self.page([action_data(a) for a in actions.all_actions()], ActionSerializer)

@@ -258,3 +258,47 @@ def test_bad_filters_and_nul_in_path_are_400(api: APIClient) -> None:
     assert_error(api.get("/api/tasks", {"search": "a\x00b"}), 400, "search")
     assert_error(api.get("/api/tasks/a%00b"), 400, "task_id")
     assert_error(api.get("/api/tasks/x/preview", {"count": "many"}), 404)
+
+
+WRONG_TYPES = {
+    "number for a string": ("/api/tasks/typed/pause", "post", {"note": 0}, "note"),
+    "string for an integer": ("/api/tasks/typed", "patch", {"priority": "5"}, "priority"),
+    "float for an integer": ("/api/tasks/typed", "patch", {"max_retries": 1.5}, "max_retries"),
+    "bool for an integer": ("/api/tasks/typed", "patch", {"priority": True}, "priority"),
+    "string for a number": (
+        "/api/tasks/typed/schedule",
+        "post",
+        {"delay_seconds": "60"},
+        "delay_seconds",
+    ),
+    "number for a date-time": ("/api/tasks/typed/schedule", "post", {"run_at": 0}, "run_at"),
+    "null payload": ("/api/tasks/typed", "patch", {"payload": None}, "payload"),
+    "array payload": ("/api/tasks/typed", "patch", {"payload": []}, "payload"),
+}
+
+
+@pytest.mark.parametrize("case", WRONG_TYPES)
+def test_a_value_of_the_wrong_json_type_is_400_naming_the_field(api: APIClient, case: str) -> None:
+    # The OpenAPI document promises these types; DRF alone would coerce 0 to "0", "5" to 5.
+    services.task_create(id="typed", action="noop")
+    path, method, body, field = WRONG_TYPES[case]
+    before = snapshot()
+    assert_error(getattr(api, method)(path, body, format="json"), 400, field)
+    assert snapshot() == before
+    task = Task.objects.get(pk="typed")
+    assert (task.paused, task.priority, task.payload) == (False, 5, {})
+
+
+def test_an_integral_float_is_an_integer(api: APIClient) -> None:
+    services.task_create(id="typed", action="noop")
+    response = api.patch("/api/tasks/typed", {"priority": 7.0}, format="json")
+    assert response.status_code == 200 and response.json()["priority"] == 7
+
+
+def test_bad_page_parameters_are_400_naming_them(api: APIClient) -> None:
+    assert_error(api.get("/api/tasks", {"page": "two"}), 400, "page")
+    assert_error(api.get("/api/runs", {"page": 0}), 400, "page")
+    assert_error(api.get("/api/runs", {"page_size": 501}), 400, "page_size")
+    assert_error(api.get("/api/actions", {"page": 99}), 404)
+    body = api.get("/api/actions", {"page_size": 1}).json()
+    assert set(body) == {"count", "next", "previous", "results"} and len(body["results"]) == 1
