@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import actions
+from .. import actions, validation
 from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
 from ..selectors import MAX_PREVIEW
 from ..services import TASK_FIELDS
@@ -112,6 +113,18 @@ class StrictSerializerMixin:
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
+# The rules of tasks_app.validation that a schema can state, so the OpenAPI document shows
+# them (validate_task still checks them for the admin and the CLI).
+TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
+    "queue": {"validators": [validation.queue_name_validator]},
+    **{
+        name: {"max_value": int(settings.TASKS_MAX_DELAY_SECONDS)}
+        for name in (*validation.BOUNDED_SECONDS, "interval_seconds")
+    },
+    "jitter_seconds": {"max_value": validation.MAX_JITTER_SECONDS},
+}
+
+
 class TaskFieldsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     """The writable task fields (``services.TASK_FIELDS``)."""
 
@@ -124,6 +137,7 @@ class TaskFieldsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     class Meta:
         model = Task
         fields: tuple[str, ...] = TASK_FIELDS
+        extra_kwargs: dict[str, dict[str, Any]] = TASK_FIELD_KWARGS
 
 
 class TaskCreateSerializer(TaskFieldsSerializer):
@@ -150,6 +164,7 @@ class TaskCreateSerializer(TaskFieldsSerializer):
             "expires_at",
         )
         extra_kwargs = {
+            **TASK_FIELD_KWARGS,
             "id": {"required": False, "validators": [task_id_validator]},
             "action": {"required": True},
         }
@@ -248,7 +263,9 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     )
     expires_at = AwareDateTimeField(required=False)
     schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
-    interval_seconds = serializers.IntegerField(required=False, min_value=1)
+    interval_seconds = serializers.IntegerField(
+        required=False, min_value=1, max_value=int(settings.TASKS_MAX_DELAY_SECONDS)
+    )
     cron = serializers.CharField(required=False, max_length=200)
     timezone = serializers.CharField(required=False, max_length=64)
     start_at = AwareDateTimeField(required=False, allow_null=True)
@@ -290,6 +307,19 @@ class EmptySerializer(StrictSerializerMixin, serializers.Serializer):
 class BackfillSerializer(StrictSerializerMixin, serializers.Serializer):
     start = AwareDateTimeField(help_text="Fires after this instant ...")
     end = AwareDateTimeField(help_text="... up to and including this one.")
+
+    def validate_start(self, value: Any) -> Any:
+        return _instant(value, "start")
+
+    def validate_end(self, value: Any) -> Any:
+        return _instant(value, "end")
+
+
+def _instant(value: Any, field: str) -> Any:
+    try:
+        return validation.check_instant(value, field=field)
+    except DjangoValidationError as exc:
+        raise serializers.ValidationError(exc.message_dict[field]) from None
 
 
 class BackfillResultSerializer(serializers.Serializer):

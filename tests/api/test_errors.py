@@ -92,8 +92,56 @@ CREATE_CASES = {
     "priority out of range": ({"id": "t", "action": "noop", "priority": 12}, "priority", "9"),
     "NUL in a string": (
         {"id": "t", "action": "echo", "payload": {"message": "a\u0000b"}},
-        "non_field_errors",
+        "payload.message",
         "NUL",
+    ),
+    "queue name with a slash": ({"id": "t", "action": "noop", "queue": "a/b"}, "queue", "'/'"),
+    "RabbitMQ's reserved queue prefix": (
+        {"id": "t", "action": "noop", "queue": "amq.mine"},
+        "queue",
+        "amq.",
+    ),
+    "catchup window overflowing date arithmetic": (
+        {"id": "t", "action": "noop", "catchup_window_seconds": 10**15},
+        "catchup_window_seconds",
+        "less than or equal",
+    ),
+    "expiry overflowing date arithmetic": (
+        {"id": "t", "action": "noop", "expires_after_seconds": 10**15},
+        "expires_after_seconds",
+        "less than or equal",
+    ),
+    "expiry beyond TASKS_MAX_DELAY": (
+        {"id": "t", "action": "noop", "expires_after_seconds": 400 * 86400},
+        "expires_after_seconds",
+        "less than or equal",
+    ),
+    "start_at at the end of time": (
+        {
+            "id": "t",
+            "action": "noop",
+            "schedule_type": "interval",
+            "interval_seconds": 60,
+            "start_at": "9999-12-31T23:59:59Z",
+        },
+        "start_at",
+        "between 1970-01-01",
+    ),
+    "start_at at the start of time": (
+        {
+            "id": "t",
+            "action": "noop",
+            "schedule_type": "cron",
+            "cron": "0 9 * * *",
+            "start_at": "0001-01-01T00:00:00Z",
+        },
+        "start_at",
+        "between 1970-01-01",
+    ),
+    "expires_at at the end of time": (
+        {"id": "t", "action": "noop", "delay_seconds": 5, "expires_at": "9999-12-31T23:59:59Z"},
+        "expires_at",
+        "between 1970-01-01",
     ),
     "expiry before due": (
         {"id": "t", "action": "noop", "delay_seconds": 60, "expires_at": "PAST"},
@@ -302,3 +350,77 @@ def test_bad_page_parameters_are_400_naming_them(api: APIClient) -> None:
     assert_error(api.get("/api/actions", {"page": 99}), 404)
     body = api.get("/api/actions", {"page_size": 1}).json()
     assert set(body) == {"count", "next", "previous", "results"} and len(body["results"]) == 1
+
+
+def post_raw(api: APIClient, path: str, body: str):
+    return api.generic("POST", path, body.encode(), content_type="application/json")
+
+
+RAW_CASES = {
+    "lone surrogate in a payload string": (
+        '{"id": "t", "action": "echo", "payload": {"message": "a\\ud800b"}}',
+        "payload.message",
+        "surrogate",
+    ),
+    "lone surrogate in a payload key": (
+        '{"id": "t", "action": "noop", "payload": {"\\udfff": 1}}',
+        "payload",
+        "surrogate",
+    ),
+    "nested one level too deep": (
+        '{"id": "t", "action": "noop", "payload": {"a": ' + "[" * 32 + "]" * 32 + "}}",
+        "payload",
+        "deeper than 32",
+    ),
+    "nested past Python's recursion limit": (
+        '{"id": "t", "action": "noop", "payload": {"a": ' + "[" * 100_000 + "]" * 100_000 + "}}",
+        "non_field_errors",
+        "deeper than 32",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", RAW_CASES)
+def test_unstorable_json_is_400_at_the_edge(api: APIClient, case: str) -> None:
+    body, field, text = RAW_CASES[case]
+    before = snapshot()
+    error = assert_error(post_raw(api, "/api/tasks", body), 400, field)
+    assert any(text in message for message in error["detail"][field]), error
+    assert snapshot() == before
+
+
+def test_nesting_up_to_the_limit_is_stored(api: APIClient) -> None:
+    deep = '{"id": "t", "action": "noop", "payload": {"a": ' + "[" * 31 + "]" * 31 + "}}"
+    assert post_raw(api, "/api/tasks", deep).status_code == 201
+
+
+def test_preview_of_a_schedule_near_the_bounds_answers(api: APIClient) -> None:
+    late = (timezone.now() + timedelta(days=36000)).isoformat()
+    created = api.post(
+        "/api/tasks",
+        {
+            "id": "late",
+            "action": "noop",
+            "schedule_type": "cron",
+            "cron": "0 9 * * *",
+            "timezone": "Pacific/Kiritimati",
+            "start_at": late,
+        },
+        format="json",
+    )
+    assert created.status_code == 201, created.content
+    preview = api.get("/api/tasks/late/preview", {"count": 3})
+    assert preview.status_code == 200 and len(preview.json()["fires"]) == 3
+
+
+def test_backfill_bounds_are_400_naming_the_field(api: APIClient) -> None:
+    services.task_create(id="bf", action="noop", schedule_type="interval", interval_seconds=60)
+    before = snapshot()
+    response = api.post(
+        "/api/tasks/bf/backfill",
+        {"start": "0001-01-01T00:00:00Z", "end": "9999-12-31T23:59:59Z"},
+        format="json",
+    )
+    error = assert_error(response, 400, "start", "end")
+    assert "between 1970-01-01" in error["detail"]["start"][0]
+    assert snapshot() == before
