@@ -24,8 +24,11 @@ MAX_JITTER_SECONDS = 86400
 EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_AHEAD = timedelta(days=36525)
 
-# Durations (seconds) that are added to or subtracted from instants: at most
-# TASKS_MAX_DELAY, like a delay (catchup_window_seconds 10**15 overflowed date arithmetic).
+# Durations (seconds) that are added to or subtracted from instants: at most a year
+# (catchup_window_seconds 10**15 overflowed date arithmetic). A fixed bound, not
+# TASKS_MAX_DELAY: the defaults (catchup window one hour) must stay valid however short
+# a deployment sets its maximum delay.
+MAX_DURATION_SECONDS = 366 * 86400
 BOUNDED_SECONDS = (
     "retry_backoff_seconds",
     "timeout_seconds",
@@ -185,11 +188,10 @@ def validate_task(task: Task, *, now: datetime | None = None) -> None:
     bad_bounds = bool(errors.keys() & {"start_at", "end_at"})
     if not bad_bounds and task.start_at and task.end_at and task.end_at <= task.start_at:
         errors["end_at"] = ["must be after start_at"]
-    limit = settings.TASKS_MAX_DELAY_SECONDS
     for name in BOUNDED_SECONDS:
         value = getattr(task, name)
-        if value is not None and value > limit:
-            errors[name] = [f"must be at most {limit:g} s (TASKS_MAX_DELAY)"]
+        if value is not None and value > MAX_DURATION_SECONDS:
+            errors[name] = [f"must be at most {MAX_DURATION_SECONDS} s (366 days)"]
     if not isinstance(task.queue, str) or not task.queue:
         errors["queue"] = ["is required"]
     else:

@@ -117,10 +117,8 @@ class StrictSerializerMixin:
 # them (validate_task still checks them for the admin and the CLI).
 TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
     "queue": {"validators": [validation.queue_name_validator]},
-    **{
-        name: {"max_value": int(settings.TASKS_MAX_DELAY_SECONDS)}
-        for name in (*validation.BOUNDED_SECONDS, "interval_seconds")
-    },
+    **{name: {"max_value": validation.MAX_DURATION_SECONDS} for name in validation.BOUNDED_SECONDS},
+    "interval_seconds": {"max_value": int(settings.TASKS_MAX_DELAY_SECONDS)},
     "jitter_seconds": {"max_value": validation.MAX_JITTER_SECONDS},
 }
 
