@@ -13,5 +13,7 @@ urlpatterns = [
     ),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="metrics"),
+    # Session login for the Swagger UI (/api/docs sends anonymous visitors here and back).
+    path("api/auth/", include("rest_framework.urls")),
     path("api/", include("tasks_app.api.urls")),
 ]

@@ -6,11 +6,12 @@ shows it next to the field, the API returns it in ``detail`` and the CLI prints 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.utils import timezone
 
 from . import actions, scheduling
@@ -20,6 +21,35 @@ if TYPE_CHECKING:
     from .models import Task
 
 MAX_JITTER_SECONDS = 86400
+
+# Instants a schedule may name: from the Unix epoch to 100 years ahead. Wider ones are
+# refused here rather than overflowing date arithmetic later (a start_at in year 9999 made
+# the next-fire computation, and the preview, fail with a 500).
+EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_AHEAD = timedelta(days=36525)
+
+# Durations (seconds) that are added to or subtracted from instants: at most a year
+# (catchup_window_seconds 10**15 overflowed date arithmetic). A fixed bound, not
+# TASKS_MAX_DELAY_SECONDS: the defaults (catchup window one hour) must stay valid however short
+# a deployment sets its maximum delay.
+MAX_DURATION_SECONDS = 366 * 86400
+BOUNDED_SECONDS = (
+    "retry_backoff_seconds",
+    "timeout_seconds",
+    "expires_after_seconds",
+    "catchup_window_seconds",
+    "alert_after_seconds",
+)
+
+# Queue names every transport takes as they are: kombu's filesystem transport (the embedded
+# default) makes them file names, so no '/', '\\', whitespace or control characters, and
+# not '.' or '..'; 'amq.' is RabbitMQ's reserved prefix.
+QUEUE_NAME_RE = r"^(?!amq\.)(?!\.\.?\Z)[^\s/\\\x00-\x1f\x7f]+\Z"
+queue_name_validator = RegexValidator(
+    QUEUE_NAME_RE,
+    "No spaces, '/', '\\' or control characters; not '.' or '..', and not starting with "
+    "'amq.' (reserved by RabbitMQ).",
+)
 
 
 def _human(seconds: float) -> str:
@@ -72,6 +102,18 @@ def check_run_at(run_at: datetime, *, now: datetime, field: str = "run_at") -> d
     return run_at
 
 
+def check_instant(value: datetime, *, field: str, now: datetime | None = None) -> datetime:
+    """An aware instant between ``EARLIEST_INSTANT`` and ``LATEST_AHEAD`` from now."""
+    if timezone.is_naive(value):
+        raise ValidationError({field: ["must include a time-zone offset (e.g. 'Z' or '+02:00')"]})
+    latest = (now or timezone.now()) + LATEST_AHEAD
+    if not EARLIEST_INSTANT <= value <= latest:
+        raise ValidationError(
+            {field: [f"must be between 1970-01-01 and {latest.year - 1}-12-31 (UTC)"]}
+        )
+    return value
+
+
 def check_expiry(
     *, expires_in_seconds: float | None, expires_at: datetime | None, due_at: datetime
 ) -> datetime | None:
@@ -83,8 +125,7 @@ def check_expiry(
     if expires_in_seconds is not None:
         return due_at + check_delay(expires_in_seconds, field="expires_in_seconds")
     if expires_at is not None:
-        if timezone.is_naive(expires_at):
-            raise ValidationError({"expires_at": ["must include a time-zone offset"]})
+        check_instant(expires_at, field="expires_at")
         if expires_at <= due_at:
             raise ValidationError({"expires_at": ["must be after the run's due time"]})
     return expires_at
@@ -149,10 +190,25 @@ def validate_task(
 
     for name in ("start_at", "end_at"):
         value = getattr(task, name)
-        if value is not None and timezone.is_naive(value):
-            errors[name] = ["must include a time-zone offset"]
-    if task.start_at and task.end_at and task.end_at <= task.start_at:
+        if value is not None:
+            try:
+                check_instant(value, field=name, now=now)
+            except ValidationError as exc:
+                errors.update(exc.message_dict)
+    bad_bounds = bool(errors.keys() & {"start_at", "end_at"})
+    if not bad_bounds and task.start_at and task.end_at and task.end_at <= task.start_at:
         errors["end_at"] = ["must be after start_at"]
+    for name in BOUNDED_SECONDS:
+        value = getattr(task, name)
+        if value is not None and value > MAX_DURATION_SECONDS:
+            errors[name] = [f"must be at most {MAX_DURATION_SECONDS} s (366 days)"]
+    if not isinstance(task.queue, str) or not task.queue:
+        errors["queue"] = ["is required"]
+    else:
+        try:
+            queue_name_validator(task.queue)
+        except ValidationError as exc:
+            errors["queue"] = list(exc.messages)
     if task.jitter_seconds and task.jitter_seconds > MAX_JITTER_SECONDS:
         errors["jitter_seconds"] = [f"must be at most {MAX_JITTER_SECONDS} (one day)"]
     if (

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .. import actions
+from .. import actions, validation
 from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
 from ..selectors import MAX_PREVIEW
 from ..services import TASK_FIELDS
@@ -33,8 +35,66 @@ class AwareDateTimeField(serializers.DateTimeField):
         return super().enforce_timezone(value)
 
 
+@extend_schema_field(
+    {"type": "object", "additionalProperties": True, "description": "A JSON object."}
+)
+class JSONObjectField(serializers.JSONField):
+    """A JSON object (``{...}``): not an array, a string, a number or ``null``."""
+
+    default_error_messages = {"not_object": "must be a JSON object"}
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            self.fail("not_object")
+        return value
+
+
+def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
+    """A number of seconds in ``[0, TASKS_MAX_DELAY_SECONDS]`` (bounds shown in the schema too)."""
+    limit = settings.TASKS_MAX_DELAY_SECONDS
+    return serializers.FloatField(
+        min_value=0,
+        max_value=limit,
+        help_text=help_text,
+        error_messages={
+            "min_value": "must not be negative",
+            "max_value": f"must be at most {limit:g} s (TASKS_MAX_DELAY_SECONDS)",
+        },
+        **kwargs,
+    )
+
+
+# The JSON type each kind of field takes. DRF coerces ("5" -> 5, 0 -> "0", "true" -> True);
+# a JSON body is typed, and the OpenAPI document promises those types, so a value of
+# another type is refused instead. Order matters: the first matching field class wins.
+JSON_TYPES: list[tuple[type[serializers.Field], tuple[type, ...], str]] = [
+    (serializers.BooleanField, (bool,), "must be true or false"),
+    (serializers.IntegerField, (int,), "must be an integer"),
+    (serializers.FloatField, (int, float), "must be a number"),
+    (serializers.DateTimeField, (str,), "must be a string (an ISO 8601 date-time)"),
+    (serializers.ChoiceField, (str,), "must be a string"),
+    (serializers.CharField, (str,), "must be a string"),
+]
+
+
+def json_type_error(field: serializers.Field, value: Any) -> str | None:
+    """Why ``value`` (parsed JSON) is of the wrong type for ``field``, or None."""
+    if value is None:
+        return None  # the field's own allow_null decides
+    for field_class, types, message in JSON_TYPES:
+        if isinstance(field, field_class):
+            if isinstance(value, bool) and bool not in types:
+                return message
+            if int in types and isinstance(value, float) and value.is_integer():
+                return None  # 2.0 is an integer in JSON Schema; DRF makes it 2
+            return None if isinstance(value, types) else message
+    return None
+
+
 class StrictSerializerMixin:
-    """Unknown keys are an error (a typo such as ``delay`` must not be silently ignored)."""
+    """A JSON body as the schema states it: unknown keys are an error (a typo such as
+    ``delay`` must not be silently ignored), and so is a value of the wrong JSON type."""
 
     fields: Any
 
@@ -43,7 +103,24 @@ class StrictSerializerMixin:
             unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+            wrong = {
+                name: [message]
+                for name, value in data.items()
+                if (message := json_type_error(self.fields[name], value)) is not None
+            }
+            if wrong:
+                raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)  # type: ignore[misc]
+
+
+# The rules of tasks_app.validation that a schema can state, so the OpenAPI document shows
+# them (validate_task still checks them for the admin and the CLI).
+TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
+    "queue": {"validators": [validation.queue_name_validator]},
+    **{name: {"max_value": validation.MAX_DURATION_SECONDS} for name in validation.BOUNDED_SECONDS},
+    "interval_seconds": {"max_value": int(settings.TASKS_MAX_DELAY_SECONDS)},
+    "jitter_seconds": {"max_value": validation.MAX_JITTER_SECONDS},
+}
 
 
 class TaskFieldsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
@@ -52,11 +129,13 @@ class TaskFieldsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
         models.DateTimeField: AwareDateTimeField,
+        models.JSONField: JSONObjectField,
     }
 
     class Meta:
         model = Task
         fields: tuple[str, ...] = TASK_FIELDS
+        extra_kwargs: dict[str, dict[str, Any]] = TASK_FIELD_KWARGS
 
 
 class TaskCreateSerializer(TaskFieldsSerializer):
@@ -64,12 +143,11 @@ class TaskCreateSerializer(TaskFieldsSerializer):
     also schedules its one run in the same call; ``run_at`` with ``schedule_type: once`` is
     the task's own one-time schedule instead."""
 
-    delay_seconds = serializers.FloatField(
-        required=False, help_text="One run after this many seconds (0 .. TASKS_MAX_DELAY_SECONDS)."
+    delay_seconds = seconds_field(
+        "One run after this many seconds (0 .. TASKS_MAX_DELAY_SECONDS).", required=False
     )
-    expires_in_seconds = serializers.FloatField(
-        required=False,
-        help_text="The one run expires if it cannot start this long after its due time.",
+    expires_in_seconds = seconds_field(
+        "The one run expires if it cannot start this long after its due time.", required=False
     )
     expires_at = AwareDateTimeField(
         required=False, help_text="The one run expires at this instant."
@@ -84,6 +162,7 @@ class TaskCreateSerializer(TaskFieldsSerializer):
             "expires_at",
         )
         extra_kwargs = {
+            **TASK_FIELD_KWARGS,
             "id": {"required": False, "validators": [task_id_validator]},
             "action": {"required": True},
         }
@@ -106,6 +185,11 @@ class TaskCreateSerializer(TaskFieldsSerializer):
 
 
 class TaskOutputSerializer(serializers.ModelSerializer):
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.JSONField: JSONObjectField,
+    }
+
     class Meta:
         model = Task
         fields: tuple[str, ...] = (
@@ -170,12 +254,16 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     """Either one run (``delay_seconds`` or ``run_at``, optional expiry) or a recurring
     schedule (``schedule_type`` ``interval``/``cron`` with its fields)."""
 
-    delay_seconds = serializers.FloatField(required=False)
-    run_at = AwareDateTimeField(required=False)
-    expires_in_seconds = serializers.FloatField(required=False)
+    delay_seconds = seconds_field("One run after this many seconds.", required=False)
+    run_at = AwareDateTimeField(required=False, help_text="One run at this instant.")
+    expires_in_seconds = seconds_field(
+        "The run expires if it cannot start this long after its due time.", required=False
+    )
     expires_at = AwareDateTimeField(required=False)
     schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
-    interval_seconds = serializers.IntegerField(required=False, min_value=1)
+    interval_seconds = serializers.IntegerField(
+        required=False, min_value=1, max_value=int(settings.TASKS_MAX_DELAY_SECONDS)
+    )
     cron = serializers.CharField(required=False, max_length=200)
     timezone = serializers.CharField(required=False, max_length=64)
     start_at = AwareDateTimeField(required=False, allow_null=True)
@@ -218,6 +306,19 @@ class BackfillSerializer(StrictSerializerMixin, serializers.Serializer):
     start = AwareDateTimeField(help_text="Fires after this instant ...")
     end = AwareDateTimeField(help_text="... up to and including this one.")
 
+    def validate_start(self, value: Any) -> Any:
+        return _instant(value, "start")
+
+    def validate_end(self, value: Any) -> Any:
+        return _instant(value, "end")
+
+
+def _instant(value: Any, field: str) -> Any:
+    try:
+        return validation.check_instant(value, field=field)
+    except DjangoValidationError as exc:
+        raise serializers.ValidationError(exc.message_dict[field]) from None
+
 
 class BackfillResultSerializer(serializers.Serializer):
     created = serializers.IntegerField()
@@ -242,7 +343,7 @@ class PreviewSerializer(serializers.Serializer):
 class ActionSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
-    schema = serializers.JSONField(help_text="JSON Schema of the payload.")
+    schema = JSONObjectField(help_text="JSON Schema of the payload.")
 
 
 def action_data(action: actions.Action) -> dict[str, Any]:

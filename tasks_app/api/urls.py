@@ -1,11 +1,14 @@
-"""``/api/...`` routes (DESIGN.md §5). No trailing slashes."""
+"""``/api/...`` routes (DESIGN.md §5). No trailing slashes: ``/api/tasks/`` redirects (308)
+to ``/api/tasks``, and an unknown path answers a JSON 404 (``navigation.unmatched``)."""
 
 from __future__ import annotations
 
-from django.urls import URLPattern, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import URLPattern, path, re_path
+from drf_spectacular.views import SpectacularAPIView
 
 from . import views
+from .navigation import DocsView, unmatched
+from .schema import LinkedSchemaGenerator
 
 urlpatterns: list[URLPattern] = [
     path("health", views.HealthView.as_view(), name="api-health"),
@@ -25,9 +28,15 @@ urlpatterns: list[URLPattern] = [
     path("tasks/<str:task_id>/runs", views.TaskRunsView.as_view(), name="api-task-runs"),
     path("runs", views.RunListView.as_view(), name="api-runs"),
     path("runs/dead", views.DeadRunListView.as_view(), name="api-runs-dead"),
-    path("runs/<uuid:run_id>", views.RunDetailView.as_view(), name="api-run"),
-    path("runs/<uuid:run_id>/cancel", views.RunCancelView.as_view(), name="api-run-cancel"),
-    path("runs/<uuid:run_id>/retry", views.RunRetryView.as_view(), name="api-run-retry"),
-    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("runs/<str:run_id>", views.RunDetailView.as_view(), name="api-run"),
+    path("runs/<str:run_id>/cancel", views.RunCancelView.as_view(), name="api-run-cancel"),
+    path("runs/<str:run_id>/retry", views.RunRetryView.as_view(), name="api-run-retry"),
+    path(
+        "schema",
+        SpectacularAPIView.as_view(generator_class=LinkedSchemaGenerator),
+        name="api-schema",
+    ),
+    path("docs", DocsView.as_view(url_name="api-schema"), name="api-docs"),
+    # Last: trailing-slash variants redirect, anything else is a JSON 404.
+    re_path(r"^(?P<path>.*)$", unmatched, name="api-unmatched"),
 ]

@@ -11,7 +11,13 @@ from uuid import UUID
 
 from django.db.models import Field
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import AllowAny
@@ -21,7 +27,7 @@ from rest_framework.views import APIView
 
 from .. import actions, health, selectors, services
 from ..models import Run, Task, Trigger
-from . import filters
+from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
 from .errors import ErrorSerializer
 from .pagination import Pagination
 from .serializers import (
@@ -45,28 +51,48 @@ from .serializers import (
 )
 from .throttling import AnonThrottle
 
+ERROR_TEXT = {
+    400: "Invalid input: a body field, a query parameter or a path parameter "
+    "(detail names each one).",
+    401: "Not authenticated (no or bad credentials).",
+    403: "Authenticated, but lacking the model permission.",
+    404: "No such task or run (or a page past the last one).",
+    409: "The request conflicts with the current state.",
+    413: "The request body is over the size limit.",
+    415: "The body is not JSON.",
+    429: "Too many requests; retry after the Retry-After header's seconds.",
+}
 
-def errors(*codes: int) -> dict[int, OpenApiResponse]:
-    """The documented error responses of an operation (401 and 403 always)."""
-    text = {
-        400: "Invalid input (detail names each field).",
-        401: "Not authenticated.",
-        403: "Authenticated, but lacking the model permission.",
-        404: "No such task or run.",
-        409: "The request conflicts with the current state.",
-        413: "The request body is over the size limit.",
-        415: "The body is not JSON.",
-    }
+
+def errors(*codes: int, auth: bool = True) -> dict[int, OpenApiResponse]:
+    """The documented error responses of an operation: the given codes, plus those every
+    route can answer (400 for a NUL character in any parameter, 429 when throttled, and
+    401/403 on authenticated routes)."""
+    common = (400, 429, 401, 403) if auth else (429,)
     return {
-        code: OpenApiResponse(ErrorSerializer, description=text[code])
-        for code in (*codes, 401, 403)
+        code: OpenApiResponse(ErrorSerializer, description=ERROR_TEXT[code])
+        for code in sorted({*codes, *common})
     }
 
 
 BODY_ERRORS = (400, 413, 415)
+TASK_ID = OpenApiParameter(
+    "task_id",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description="The task's id (letters, digits, '-', '_' and '.').",
+)
+RUN_ID = OpenApiParameter(
+    "run_id",
+    OpenApiTypes.UUID,
+    OpenApiParameter.PATH,
+    description="The run's id (a UUID; anything else is a 400 naming run_id).",
+)
 
 
 class ApiView(APIView):
+    # Lists are paginated; naming the class here also makes the schema show the envelope.
+    pagination_class = Pagination
     perm_model: type[Task] | type[Run] | None = None
     required_perms: dict[str, list[str]] = {}
 
@@ -86,8 +112,12 @@ class ApiView(APIView):
     def task(self, task_id: str) -> Task:
         return get_object_or_404(Task, pk=task_id)
 
-    def run(self, run_id: UUID) -> Run:
-        return get_object_or_404(Run.objects.select_related("task"), pk=run_id)
+    def run(self, run_id: str) -> Run:
+        try:
+            pk = UUID(run_id)
+        except ValueError:
+            raise ValidationError({"run_id": ["must be a UUID"]}) from None
+        return get_object_or_404(Run.objects.select_related("task"), pk=pk)
 
     def body(self, serializer_class: type[serializers.Serializer], **kwargs: Any) -> dict[str, Any]:
         serializer = serializer_class(data=self.request.data, **kwargs)
@@ -112,12 +142,14 @@ class HealthView(APIView):
 
     @extend_schema(
         auth=[],
+        operation_id="health",
         summary="Health of database, broker, cache, beat and workers",
         responses={
             200: HealthSerializer,
             503: OpenApiResponse(
                 HealthSerializer, description="Something is down; 'down' names it."
             ),
+            **errors(auth=False),
         },
     )
     def get(self, request: Request) -> Response:
@@ -138,7 +170,7 @@ class ActionListView(ApiView):
 
     @extend_schema(
         summary="Registered actions and their payload schemas",
-        responses={200: ActionSerializer(many=True), **errors()},
+        responses={200: ActionSerializer(many=True), **errors(404)},
     )
     def get(self, request: Request) -> Response:
         return self.page([action_data(a) for a in actions.all_actions()], ActionSerializer)
@@ -181,6 +213,7 @@ class TaskListView(ApiView):
         )
 
 
+@extend_schema(parameters=[TASK_ID])
 class TaskDetailView(ApiView):
     perm_model = Task
 
@@ -220,10 +253,12 @@ class TaskDetailView(ApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+@extend_schema(parameters=[TASK_ID])
 class TaskExecuteView(ApiView):
     required_perms = {"POST": ["view_task", "add_run"]}
 
     @extend_schema(
+        operation_id="tasks_execute",
         summary="Run the task now",
         request=None,
         responses={202: RunOutputSerializer, **errors(404)},
@@ -233,10 +268,12 @@ class TaskExecuteView(ApiView):
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(parameters=[TASK_ID])
 class TaskScheduleView(ApiView):
     required_perms = {"POST": ["view_task", "change_task", "add_run"]}
 
     @extend_schema(
+        operation_id="tasks_schedule",
         summary="One run after delay_seconds or at run_at, or set a recurring schedule",
         request=ScheduleSerializer,
         responses={
@@ -259,10 +296,12 @@ class TaskScheduleView(ApiView):
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(parameters=[TASK_ID])
 class TaskPauseView(ApiView):
     required_perms = {"POST": ["view_task", "change_task"]}
 
     @extend_schema(
+        operation_id="tasks_pause",
         summary="Pause: no new fires; delayed runs wait",
         request=PauseSerializer,
         responses={200: TaskOutputSerializer, **errors(*BODY_ERRORS, 404)},
@@ -275,10 +314,12 @@ class TaskPauseView(ApiView):
         )
 
 
+@extend_schema(parameters=[TASK_ID])
 class TaskResumeView(ApiView):
     required_perms = {"POST": ["view_task", "change_task"]}
 
     @extend_schema(
+        operation_id="tasks_resume",
         summary="Resume (fires missed while paused are not replayed)",
         request=None,
         responses={200: TaskOutputSerializer, **errors(404)},
@@ -289,10 +330,12 @@ class TaskResumeView(ApiView):
         )
 
 
+@extend_schema(parameters=[TASK_ID])
 class TaskBackfillView(ApiView):
     required_perms = {"POST": ["view_task", "add_run"]}
 
     @extend_schema(
+        operation_id="tasks_backfill",
         summary="One run for each fire in (start, end]",
         request=BackfillSerializer,
         responses={202: BackfillResultSerializer, **errors(*BODY_ERRORS, 404)},
@@ -305,10 +348,12 @@ class TaskBackfillView(ApiView):
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(parameters=[TASK_ID])
 class TaskPreviewView(ApiView):
     required_perms = {"GET": ["view_task"]}
 
     @extend_schema(
+        operation_id="tasks_preview",
         summary="The next fire times of the task's schedule",
         parameters=[PreviewQuerySerializer],
         responses={200: PreviewSerializer, **errors(400, 404)},
@@ -327,6 +372,7 @@ class TaskPreviewView(ApiView):
         )
 
 
+@extend_schema(parameters=[TASK_ID])
 class TaskRunsView(ApiView):
     required_perms = {"GET": ["view_task", "view_run"]}
 
@@ -372,35 +418,40 @@ class DeadRunListView(ApiView):
         return self.page(qs, RunOutputSerializer)
 
 
+@extend_schema(parameters=[RUN_ID])
 class RunDetailView(ApiView):
     perm_model = Run
 
     @extend_schema(summary="Get a run", responses={200: RunOutputSerializer, **errors(404)})
-    def get(self, request: Request, run_id: UUID) -> Response:
+    def get(self, request: Request, run_id: str) -> Response:
         return Response(RunOutputSerializer(self.run(run_id)).data)
 
 
+@extend_schema(parameters=[RUN_ID])
 class RunCancelView(ApiView):
     required_perms = {"POST": ["view_run", "change_run"]}
 
     @extend_schema(
+        operation_id="runs_cancel",
         summary="Cancel a pending or queued run",
         request=None,
         responses={200: RunOutputSerializer, **errors(404, 409)},
     )
-    def post(self, request: Request, run_id: UUID) -> Response:
+    def post(self, request: Request, run_id: str) -> Response:
         return Response(RunOutputSerializer(services.run_cancel(run=self.run(run_id))).data)
 
 
+@extend_schema(parameters=[RUN_ID])
 class RunRetryView(ApiView):
     required_perms = {"POST": ["view_run", "add_run"]}
 
     @extend_schema(
+        operation_id="runs_retry",
         summary="A new attempt of a failed, expired or cancelled run",
         request=None,
         responses={202: RunOutputSerializer, **errors(404, 409)},
     )
-    def post(self, request: Request, run_id: UUID) -> Response:
+    def post(self, request: Request, run_id: str) -> Response:
         run = services.run_retry(run=self.run(run_id))
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 

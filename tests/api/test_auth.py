@@ -6,16 +6,20 @@ import re
 import uuid
 
 import pytest
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, Task
+from tests.api.test_schema import STATIC
 
 pytestmark = pytest.mark.django_db
 
 PUBLIC = {"/api/health"}
+# Pages for people rather than the API's contract: the session login (and logout) page, and
+# Swagger UI, which sends an anonymous visitor to that login and back (tested below).
+FOR_PEOPLE = {"/api/auth/login/", "/api/auth/logout/", "/api/docs"}
 
 
 def all_paths(patterns: list, prefix: str = "") -> list[str]:
@@ -26,6 +30,8 @@ def all_paths(patterns: list, prefix: str = "") -> list[str]:
         if isinstance(entry, URLResolver):
             out += all_paths(entry.url_patterns, route)
         elif isinstance(entry, URLPattern):
+            if entry.callback.__name__ == "unmatched":
+                continue  # the catch-all (trailing-slash redirect or JSON 404): tested below
             route = route.replace("<uuid:run_id>", str(uuid.uuid4()))
             route = re.sub(r"<(str:)?[a-z_]+>", "some-id", route)
             out.append("/" + route)
@@ -49,7 +55,7 @@ METHODS = ["get", "post", "put", "patch", "delete"]
 CASES = [
     (m, p)
     for p in api_paths()
-    if p not in PUBLIC
+    if p not in PUBLIC | FOR_PEOPLE
     for m in (METHODS if p.startswith("/api/") else ["get"])
 ]
 
@@ -65,6 +71,66 @@ def test_every_route_but_health_refuses_anonymous_with_401(path: str, method: st
     assert response.status_code == 401, (method, path, response.status_code)
     if path.startswith("/api/") and response["Content-Type"].startswith("application/json"):
         assert response.json()["error"]
+
+
+def test_anonymous_docs_lead_to_the_login_page_and_back(operator) -> None:
+    client = Client()
+    response = client.get("/api/docs")
+    assert response.status_code == 302
+    login_url = response["Location"]
+    assert login_url == "/api/auth/login/?next=/api/docs"
+
+    page = client.get(login_url)
+    assert page.status_code == 200 and b'name="password"' in page.content
+    operator.set_password("pw-for-the-docs")
+    operator.save()
+    back = client.post(
+        login_url, {"username": "operator", "password": "pw-for-the-docs", "next": "/api/docs"}
+    )
+    assert (back.status_code, back["Location"]) == (302, "/api/docs")
+    with override_settings(STORAGES=STATIC):
+        docs = client.get("/api/docs")
+    assert docs.status_code == 200 and b"swagger-ui" in docs.content
+    # The schema the page loads answers the logged-in session too.
+    assert client.get("/api/schema", {"format": "json"}).json()["openapi"].startswith("3.")
+
+
+def test_machines_still_get_401_from_the_schema_and_docs_with_a_bad_token() -> None:
+    assert APIClient().get("/api/schema").status_code == 401
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    assert client.get("/api/docs").status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("path", "target"),
+    [
+        ("/api/docs/", "/api/docs"),
+        ("/api/tasks/", "/api/tasks"),
+        ("/api/tasks/?page=2", "/api/tasks?page=2"),
+        ("/api/tasks/t-1/runs/", "/api/tasks/t-1/runs"),
+        ("/api/runs/dead/", "/api/runs/dead"),
+    ],
+)
+def test_trailing_slash_variants_redirect_keeping_the_method(path: str, target: str) -> None:
+    for method in ("get", "post"):
+        response = getattr(Client(), method)(path)
+        assert (response.status_code, response["Location"]) == (308, target), (method, path)
+
+
+def test_a_trailing_slash_redirect_reaches_the_view(api: APIClient) -> None:
+    response = api.post(
+        "/api/tasks/", {"id": "slashed", "action": "noop"}, format="json", follow=True
+    )
+    assert response.status_code == 201 and response.json()["id"] == "slashed"
+
+
+def test_unknown_api_paths_are_a_json_404() -> None:
+    for path in ("/api/nope", "/api/nope/", "/api/", "/api/tasks/a/b/c"):
+        response = APIClient().get(path)
+        assert response.status_code == 404, path
+        assert response["Content-Type"] == "application/json"
+        assert response.json()["error"].startswith("No API route")
 
 
 def test_a_bad_token_is_401_with_the_error_shape() -> None:

@@ -1,0 +1,51 @@
+"""The API's front door for people and for clients that guess URLs.
+
+- ``/api/docs`` (Swagger UI) sends an anonymous browser to the login page and back, rather
+  than answering a bare 401 (the schema itself, ``/api/schema``, stays a 401 for machines).
+- A trailing slash is tolerated: ``/api/tasks/`` answers 308 to ``/api/tasks`` (308 keeps
+  the method and the body, so a POST is repeated as a POST).
+- Any other path under ``/api/`` answers the JSON error shape with 404, never Django's HTML
+  page, so a client always gets a body it can parse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, resolve, reverse
+from drf_spectacular.views import SpectacularSwaggerView
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from .errors import error_body
+
+
+class DocsView(SpectacularSwaggerView):
+    """Swagger UI; an anonymous visitor is sent to the login page, then back here."""
+
+    def handle_exception(self, exc: Exception) -> Response | HttpResponse:
+        if isinstance(exc, exceptions.NotAuthenticated):
+            return redirect_to_login(
+                self.request.get_full_path(), login_url=reverse("rest_framework:login")
+            )
+        return super().handle_exception(exc)
+
+
+class PermanentRedirect308(HttpResponsePermanentRedirect):
+    status_code = 308
+
+
+def unmatched(request: HttpRequest, path: str) -> HttpResponse:
+    """``/api/<path>`` that no route matched: redirect a trailing-slash variant, else 404."""
+    if path.endswith("/"):
+        target = f"/api/{path.rstrip('/')}"
+        try:
+            match: Any = resolve(target)
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not unmatched:
+            query = request.META.get("QUERY_STRING", "")
+            return PermanentRedirect308(f"{target}?{query}" if query else target)
+    return JsonResponse(error_body(f"No API route at /api/{path}."), status=404)
