@@ -1,4 +1,4 @@
-"""Input and output shapes of the API (also used by ``manage.py tasks --json``)."""
+"""Input shapes of the API; the output shapes are in ``tasks_app.representations``."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.utils import timezone
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from .. import actions, validation
 from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
+from ..representations import JSONObjectField, RunOutputSerializer
 from ..selectors import MAX_PREVIEW
 from ..services import TASK_FIELDS
 
@@ -33,21 +33,6 @@ class AwareDateTimeField(serializers.DateTimeField):
         if timezone.is_naive(value):
             self.fail("naive")
         return super().enforce_timezone(value)
-
-
-@extend_schema_field(
-    {"type": "object", "additionalProperties": True, "description": "A JSON object."}
-)
-class JSONObjectField(serializers.JSONField):
-    """A JSON object (``{...}``): not an array, a string, a number or ``null``."""
-
-    default_error_messages = {"not_object": "must be a JSON object"}
-
-    def to_internal_value(self, data: Any) -> Any:
-        value = super().to_internal_value(data)
-        if not isinstance(value, dict):
-            self.fail("not_object")
-        return value
 
 
 def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
@@ -182,72 +167,6 @@ class TaskCreateSerializer(TaskFieldsSerializer):
                 }
             )
         return attrs
-
-
-class TaskOutputSerializer(serializers.ModelSerializer):
-    serializer_field_mapping = {
-        **serializers.ModelSerializer.serializer_field_mapping,
-        models.JSONField: JSONObjectField,
-    }
-
-    class Meta:
-        model = Task
-        fields: tuple[str, ...] = (
-            "id",
-            *TASK_FIELDS,
-            "status",
-            "next_run_at",
-            "paused",
-            "pause_note",
-            "paused_at",
-            "paused_by",
-            "fire_count",
-            "consecutive_failures",
-            "alarm_since",
-            "alarm_note",
-            "created_at",
-            "updated_at",
-        )
-        read_only_fields: tuple[str, ...] = fields
-
-
-class RunOutputSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    task = serializers.CharField(source="task_id")
-    action = serializers.CharField(source="task.action")
-    trigger = serializers.ChoiceField(choices=Trigger.choices)
-    status = serializers.ChoiceField(choices=RunStatus.choices)
-    attempt = serializers.IntegerField()
-    first_attempt = serializers.UUIDField(source="first_attempt_id", allow_null=True)
-    scheduled_for = serializers.DateTimeField()
-    due_at = serializers.DateTimeField()
-    expires_at = serializers.DateTimeField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    queued_at = serializers.DateTimeField(allow_null=True)
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
-    lateness_ms = serializers.FloatField(allow_null=True, help_text="started_at - due_at, in ms")
-    duration_ms = serializers.IntegerField(allow_null=True)
-    worker = serializers.CharField()
-    output = serializers.CharField(help_text="At most 64 KiB; see 'truncated'.")
-    truncated = serializers.BooleanField()
-    error = serializers.CharField(help_text="Message and traceback of a failed attempt.")
-    result = serializers.JSONField(allow_null=True)
-
-
-class TaskCreatedSerializer(TaskOutputSerializer):
-    """The new task, and its one run when ``delay_seconds``/``run_at`` scheduled one."""
-
-    run = serializers.SerializerMethodField()
-
-    class Meta(TaskOutputSerializer.Meta):
-        fields = (*TaskOutputSerializer.Meta.fields, "run")
-        read_only_fields = fields
-
-    @extend_schema_field(RunOutputSerializer(allow_null=True))
-    def get_run(self, task: Task) -> dict[str, Any] | None:
-        run = self.context.get("run")
-        return None if run is None else dict(RunOutputSerializer(run).data)
 
 
 class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):

@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 
 from .. import actions, health, selectors, services
 from ..models import Run, Task, Trigger
+from ..representations import RunOutputSerializer, TaskCreatedSerializer, TaskOutputSerializer
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
 from .errors import ErrorSerializer
 from .pagination import Pagination
@@ -40,13 +41,10 @@ from .serializers import (
     PreviewQuerySerializer,
     PreviewSerializer,
     RunFilterSerializer,
-    RunOutputSerializer,
     ScheduleSerializer,
-    TaskCreatedSerializer,
     TaskCreateSerializer,
     TaskFieldsSerializer,
     TaskFilterSerializer,
-    TaskOutputSerializer,
     action_data,
 )
 from .throttling import AnonThrottle

@@ -23,12 +23,12 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from tasks_app import selectors, services
-from tasks_app.api.serializers import (
+from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
+from tasks_app.representations import (
     RunOutputSerializer,
     TaskCreatedSerializer,
     TaskOutputSerializer,
 )
-from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, None: 1}
