@@ -113,10 +113,11 @@ def test_one_sql_dialect_postgres() -> None:
     assert offenders == []
 
 
-def test_run_statuses_are_written_only_by_services_and_the_store() -> None:
-    """Only the service layer (and the store it calls) writes runs: an ``.update(`` or
-    ``.create(`` on ``Run`` anywhere else would be a second place that moves a status."""
-    writes = re.compile(r"Run\.objects[^\n]*\.(update|create|bulk_create|delete)\(")
+def test_tasks_and_runs_are_written_only_by_services_and_the_store() -> None:
+    """Only the service layer (and the store it calls) writes tasks and runs: an
+    ``.update(`` or ``.create(`` on them anywhere else would be a second place that moves
+    a status."""
+    writes = re.compile(r"(Run|Task)\.objects[^\n]*\.(update|create|bulk_create|delete)\(")
     offenders = [
         name
         for name, path in MODULES.items()
