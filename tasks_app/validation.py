@@ -41,9 +41,9 @@ BOUNDED_SECONDS = (
     "alert_after_seconds",
 )
 
-# Queue names every transport takes as they are: kombu's filesystem transport (the embedded
-# default) makes them file names, so no '/', '\\', whitespace or control characters, and
-# not '.' or '..'; 'amq.' is RabbitMQ's reserved prefix.
+# Queue names every transport takes as they are (a name is also a file name on Kombu's
+# filesystem transport and a routing key elsewhere): no '/', '\\', whitespace or control
+# characters, and not '.' or '..'; 'amq.' is RabbitMQ's reserved prefix.
 QUEUE_NAME_RE = r"^(?!amq\.)(?!\.\.?\Z)[^\s/\\\x00-\x1f\x7f]+\Z"
 queue_name_validator = RegexValidator(
     QUEUE_NAME_RE,
