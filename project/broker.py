@@ -99,7 +99,7 @@ class Channel(kombu_sqlalchemy.Channel):
             ids[queue] = int(self._get_or_create(queue).id)
         return ids[queue]
 
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+    def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         statement = text(
             f"INSERT INTO {self.message_tablename} (id, queue_id, visible, payload, version) "  # noqa: S608
             "VALUES (nextval('message_id_sequence'), :queue_id, true, :payload, 1)"
@@ -146,13 +146,15 @@ class Transport(kombu_sqlalchemy.Transport):
     busy_wait = 0.001
     queue_was_empty = False
 
-    def drain_events(self, connection: Any, timeout: float | None = None) -> None:
+    def drain_events(self, connection: Any, timeout: Any = None) -> None:  # type: ignore[override]
+        cycle = self.cycle
+        assert cycle is not None  # set in __init__
         started = time.monotonic()
         busy_wait = self.busy_wait
         while True:
             self.queue_was_empty = False
             try:
-                self.cycle.get(self._deliver, timeout=timeout)
+                cycle.get(self._deliver, timeout=timeout)
                 return
             except Empty:
                 pass
