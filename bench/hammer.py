@@ -116,6 +116,7 @@ class Stats:
         self.latency: dict[str, list[float]] = {}
         self.status: dict[str, Counter[int]] = {}
         self.run_ids: list[str] = []
+        self.down: Counter[str] = Counter()
 
     def add(self, name: str, status: int, ms: float) -> None:
         with self.lock:
@@ -210,8 +211,11 @@ def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
             n = index
             while not stop.is_set():
                 path = paths[n % 2]
-                status, _, ms = client.call("GET", path)
+                status, body, ms = client.call("GET", path)
                 stats.add(f"GET {path}", status, ms)
+                if status == 503 and isinstance(body, dict):
+                    with stats.lock:
+                        stats.down.update(str(name) for name in body.get("down", []))
                 n += 1
 
         creators = 8
@@ -301,6 +305,7 @@ def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
                     }
                     for name, values in sorted(stats.latency.items())
                 },
+                "health_503_down_checks": dict(stats.down),
                 "tracebacks_in_logs": log_text.count("Traceback"),
             }
         )

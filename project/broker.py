@@ -24,6 +24,7 @@ What differs from ``kombu.transport.sqlalchemy``:
 - **One statement per message.** Publishing is a plain ``INSERT`` (the stock channel goes
   through the ORM's unit of work, ~10 ms of Python per message here), and the queue's id is
   looked up once per channel.
+- **A closed channel returns its database connection** to the pool at once.
 - **Delivered messages are deleted.** The stock channel marks a delivered row
   ``visible = false`` and never reads or removes it again (an unacknowledged message lives in
   the worker's memory and goes back through ``_put`` when it is restored), so the table grows
@@ -131,6 +132,17 @@ class Channel(kombu_sqlalchemy.Channel):
             raise Empty()
         payload = row[0]
         return loads(payload if isinstance(payload, str) else payload.decode())
+
+    def close(self) -> None:
+        """Also give the session's database connection back to the pool (the stock channel
+        keeps it until the channel is garbage-collected: every short-lived connection, such
+        as a health check's, held a pooled connection until then)."""
+        try:
+            super().close()
+        finally:
+            session, self._session = self._session, None
+            if session is not None:
+                session.close()
 
     def _purge(self, queue: str) -> int:
         self.__dict__.pop("_queue_ids", None)
