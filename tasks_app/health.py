@@ -5,17 +5,26 @@ itself (``TaskScheduler.tick`` calls :func:`record_beat_tick` every tick) into t
 cache, so the web process can tell how long ago beat last ticked without a table or a
 message. Every check is bounded in time and never raises: a check that fails reports
 ``ok: false`` with the reason.
+
+Workers are counted by a broadcast ping where the broker can broadcast (RabbitMQ, Redis).
+Postgres as the broker (the embedded stack, ``project.broker``) cannot: there each worker's
+main process writes its own heartbeat into the cache every ``WORKER_HEARTBEAT_SECONDS``
+(:func:`start_worker_heartbeat`) and removes it when it shuts down; a worker counts as alive
+while its heartbeat is younger than three periods.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
@@ -27,6 +36,9 @@ log = logging.getLogger(__name__)
 BEAT_TICK_KEY = "tasks:health:beat-tick"
 CACHE_PROBE_KEY = "tasks:health:probe"
 BROKER_TIMEOUT_SECONDS = 2.0
+WORKER_HEARTBEAT_KEY = "tasks:health:worker:{}"
+WORKER_NAMES_KEY = "tasks:health:workers"
+WORKER_HEARTBEAT_SECONDS = 5.0
 
 
 @dataclass
@@ -55,6 +67,51 @@ def record_beat_tick(now: datetime) -> None:
 def last_beat_tick() -> datetime | None:
     value = cache.get(BEAT_TICK_KEY)
     return parse_datetime(value) if isinstance(value, str) else None
+
+
+def record_worker_heartbeat(hostname: str, now: datetime) -> None:
+    """Store a worker's heartbeat; it expires after three periods. Never raises."""
+    try:
+        cache.set(
+            WORKER_HEARTBEAT_KEY.format(hostname),
+            now.isoformat(),
+            timeout=3 * WORKER_HEARTBEAT_SECONDS,
+        )
+        names = cache.get(WORKER_NAMES_KEY) or []
+        if hostname not in names:  # the cache cannot list keys: keep the names apart
+            cache.set(WORKER_NAMES_KEY, sorted({*names, hostname})[-1000:], timeout=None)
+    except Exception:  # the cache is optional for a worker's real work
+        log.warning("could not record the worker heartbeat in the cache", exc_info=True)
+
+
+def live_workers() -> list[str]:
+    """Hostnames of the workers whose heartbeat has not expired."""
+    names = cache.get(WORKER_NAMES_KEY) or []
+    found = cache.get_many([WORKER_HEARTBEAT_KEY.format(name) for name in names])
+    return [name for name in names if WORKER_HEARTBEAT_KEY.format(name) in found]
+
+
+@worker_ready.connect
+def start_worker_heartbeat(sender: Any = None, **_: Any) -> None:
+    """In a worker's main process: a thread that records the heartbeat until shutdown."""
+    hostname = str(getattr(sender, "hostname", "") or "worker")
+    stopped = threading.Event()
+
+    def beat() -> None:
+        while True:
+            record_worker_heartbeat(hostname, timezone.now())
+            if stopped.wait(WORKER_HEARTBEAT_SECONDS):
+                return
+
+    def stop(**_: Any) -> None:
+        stopped.set()
+        try:
+            cache.delete(WORKER_HEARTBEAT_KEY.format(hostname))
+        except Exception:  # expires by itself
+            log.warning("could not remove the worker heartbeat", exc_info=True)
+
+    worker_shutdown.connect(stop, weak=False)
+    threading.Thread(target=beat, name="worker-heartbeat", daemon=True).start()
 
 
 def _describe(exc: BaseException) -> str:
@@ -109,10 +166,16 @@ def check_broker() -> Check:
 
 def check_cache() -> Check:
     def probe() -> dict[str, Any]:
-        token = str(time.time_ns())
-        cache.set(CACHE_PROBE_KEY, token, timeout=30)
-        if cache.get(CACHE_PROBE_KEY) != token:
-            return {"ok": False, "error": "a value written to the cache did not read back"}
+        # A key of its own per probe: two web processes probing at once on one shared key
+        # read each other's token and reported a healthy cache as down (bench/hammer.py).
+        token = f"{os.getpid()}-{time.time_ns()}"
+        key = f"{CACHE_PROBE_KEY}:{token}"
+        cache.set(key, token, timeout=30)
+        try:
+            if cache.get(key) != token:
+                return {"ok": False, "error": "a value written to the cache did not read back"}
+        finally:
+            cache.delete(key)
         return {}
 
     return _timed(probe)
@@ -142,6 +205,11 @@ def check_workers() -> Check:
     def probe() -> dict[str, Any]:
         with _broker_connection() as conn:
             conn.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_SECONDS)
+            if not conn.supports_exchange_type("fanout"):  # no broadcast: heartbeats
+                count = len(live_workers())
+                if not count:
+                    return {"ok": False, "error": "no worker heartbeat is recent", "count": 0}
+                return {"count": count}
             from project.celery import app
 
             replies = (

@@ -14,7 +14,11 @@ from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.signals import task_prerun, worker_process_init, worker_ready
 from django.db import close_old_connections, connection
 
-from . import recovery, services
+from . import (
+    health,  # noqa: F401  (starts the worker heartbeat: tasks_app.health)
+    recovery,
+    services,
+)
 from .models import Run, Task, Trigger
 from .services.retry_policy import timed_out_error
 from .services.run_lifecycle import DB_ERRORS, run_lost

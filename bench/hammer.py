@@ -1,0 +1,339 @@
+"""Hammer the embedded stack and count what broke.
+
+    python -m bench.hammer --minutes 10      (or --minutes 1 for a quick look)
+
+Starts the embedded stack itself through the launcher (``python -m project.embedded``, what
+``make run`` runs) under a temporary ``TASKS_VAR_DIR`` on a free port, then for the given time:
+
+- 8 concurrent callers loop on ``GET /api/health`` and ``GET /api/tasks`` (token auth);
+- ``--rate`` (50) runs/s of the ``echo`` action are created through
+  ``POST /api/tasks/<id>/execute``, paced by the clock (a late request does not shift the
+  ones after it).
+
+API throttling is lifted for the run (``TASKS_API_RATE_*``): the point is the stack, not the
+rate limiter. At the end it waits (up to 120 s) for the created runs to finish, stops the
+stack with SIGINT as Ctrl-C would, and counts:
+
+- ``exits``: web, worker, beat or Postgres processes that ended before the stop;
+- ``lost``: runs created (202 with an id) that did not complete;
+- ``duplicated``: runs whose completion the worker logged more than once (the effect ran
+  twice), from the ``execute_run[<id>] succeeded ... 'completed'`` lines;
+- request errors and latencies per endpoint, start lateness of the runs (Postgres'
+  ``lateness_ms``), and whether the launcher stopped cleanly (exit status 0).
+
+Writes ``bench/results/hammer.json`` and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "hammer.json"
+PASSWORD = "hammer-password-not-secret"
+TASK_ID = "hammer-echo"
+COMPLETED = re.compile(r"execute_run\[([0-9a-f-]{36})\] succeeded in [^:]*: \{[^}]*'completed'")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+def percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p99": None, "max": None}
+    ordered = sorted(values)
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+    return {"p50": at(0.5), "p99": at(0.99), "max": round(ordered[-1], 1)}
+
+
+class Client:
+    def __init__(self, base: str, token: str) -> None:
+        self.base = base
+        self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+
+    def call(self, method: str, path: str, payload: Any = None) -> tuple[int, Any, float]:
+        request = urllib.request.Request(  # noqa: S310 - the local stack
+            self.base + path,
+            method=method,
+            data=None if payload is None else json.dumps(payload).encode(),
+            headers=self.headers,
+        )
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+                body = response.read()
+                status = response.status
+        except urllib.error.HTTPError as exc:
+            body, status = exc.read(), exc.code
+        except OSError:
+            return 0, None, (time.monotonic() - started) * 1000
+        elapsed = (time.monotonic() - started) * 1000
+        try:
+            return status, json.loads(body or b"null"), elapsed
+        except ValueError:
+            return status, None, elapsed
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.latency: dict[str, list[float]] = {}
+        self.status: dict[str, Counter[int]] = {}
+        self.run_ids: list[str] = []
+        self.down: Counter[str] = Counter()
+
+    def add(self, name: str, status: int, ms: float) -> None:
+        with self.lock:
+            self.latency.setdefault(name, []).append(ms)
+            self.status.setdefault(name, Counter())[status] += 1
+
+
+def stack_env(var: Path, port: int) -> dict[str, str]:
+    """Nothing of the caller's services: the launcher must start the embedded ones."""
+    return {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "HOME": os.environ.get("HOME", "/root"),
+        "PORT": str(port),
+        "TASKS_VAR_DIR": str(var),
+        "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
+        "TASKS_API_RATE_USER": "100000000/minute",
+        "TASKS_API_RATE_ANON": "100000000/minute",
+    }
+
+
+def start_stack(var: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
+    env = stack_env(var, port)
+    return subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "project.embedded", "run"],
+        cwd=ROOT,
+        env=env,
+        stdout=log_path.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def token_for_admin(var: Path, port: int) -> str:
+    out = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "project.embedded", "manage", "drf_create_token", "admin"],
+        cwd=ROOT,
+        env=stack_env(var, port),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    match = re.search(r"token (\w+) for user", out)
+    if not match:
+        raise RuntimeError(f"no token in: {out}")
+    return match.group(1)
+
+
+def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="hammer-"))
+    var = workdir / "var"
+    port = free_port()
+    log_path = workdir / "stack.log"
+    stack = start_stack(var, port, log_path)
+    base = f"http://127.0.0.1:{port}"
+    result: dict[str, Any] = {
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "minutes": minutes,
+        "rate_per_s": rate,
+        "readers": readers,
+    }
+    try:
+        deadline = time.monotonic() + 240
+        pids: dict[str, int] = {}
+        while len(pids) < 4:
+            text = log_path.read_text(errors="replace")
+            pids = {n: int(p) for n, p in re.findall(r"(web|worker|beat|Postgres) pid (\d+)", text)}
+            if stack.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the stack did not start:\n{text[-3000:]}")
+            time.sleep(0.5)
+        client = Client(base, "")
+        while client.call("GET", "/admin/login/")[0] != 200:
+            if stack.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("web never answered")
+            time.sleep(0.5)
+        client = Client(base, token_for_admin(var, port))
+        status, body, _ = client.call(
+            "POST",
+            "/api/tasks",
+            {"id": TASK_ID, "name": "Hammer", "action": "echo", "payload": {"message": "hi"}},
+        )
+        if status != 201:
+            raise RuntimeError(f"creating the task: {status} {body}")
+
+        stats = Stats()
+        stop = threading.Event()
+        exits: dict[str, float] = {}
+        began = time.monotonic()
+        seconds = minutes * 60
+
+        def reader(index: int) -> None:
+            paths = ["/api/health", "/api/tasks"]
+            n = index
+            while not stop.is_set():
+                path = paths[n % 2]
+                status, body, ms = client.call("GET", path)
+                stats.add(f"GET {path}", status, ms)
+                if status == 503 and isinstance(body, dict):
+                    with stats.lock:
+                        stats.down.update(str(name) for name in body.get("down", []))
+                n += 1
+
+        creators = 8
+
+        def creator(index: int) -> None:
+            slot = index
+            while not stop.is_set():
+                due = began + slot / rate
+                pause = due - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                if stop.is_set():
+                    return
+                status, body, ms = client.call("POST", f"/api/tasks/{TASK_ID}/execute")
+                stats.add("POST execute", status, ms)
+                if status == 202 and isinstance(body, dict) and body.get("id"):
+                    with stats.lock:
+                        stats.run_ids.append(str(body["id"]))
+                slot += creators
+
+        threads = [threading.Thread(target=reader, args=(i,), daemon=True) for i in range(readers)]
+        threads += [
+            threading.Thread(target=creator, args=(i,), daemon=True) for i in range(creators)
+        ]
+        for thread in threads:
+            thread.start()
+        while time.monotonic() - began < seconds:
+            for name, pid in pids.items():
+                if name not in exits and not alive(pid):
+                    exits[name] = round(time.monotonic() - began, 1)
+            time.sleep(1)
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        load_seconds = time.monotonic() - began
+
+        socket_dir = var / "postgres"
+        created = list(stats.run_ids)
+
+        def statuses() -> Counter[str]:
+            with psycopg.connect(host=str(socket_dir), user="postgres", dbname="tasks") as db:
+                rows = db.execute(
+                    "SELECT status, count(*) FROM tasks_app_run WHERE id = ANY(%s::uuid[]) "
+                    "GROUP BY status",
+                    [created],
+                ).fetchall()
+            return Counter({status: count for status, count in rows})
+
+        drain_deadline = time.monotonic() + 120
+        counts = statuses()
+        while counts["completed"] < len(created) and time.monotonic() < drain_deadline:
+            time.sleep(2)
+            counts = statuses()
+        with psycopg.connect(host=str(socket_dir), user="postgres", dbname="tasks") as db:
+            lateness = [
+                float(value)
+                for (value,) in db.execute(
+                    "SELECT lateness_ms FROM tasks_app_run WHERE id = ANY(%s::uuid[]) "
+                    "AND lateness_ms IS NOT NULL",
+                    [created],
+                ).fetchall()
+            ]
+        for name, pid in pids.items():
+            if name not in exits and not alive(pid):
+                exits[name] = round(time.monotonic() - began, 1)
+
+        log_text = log_path.read_text(errors="replace")
+        completions = Counter(COMPLETED.findall(log_text))
+        result.update(
+            {
+                "load_seconds": round(load_seconds, 1),
+                "runs_created": len(created),
+                "creation_rate_per_s": round(len(created) / load_seconds, 1),
+                "runs_by_status": dict(counts),
+                "lost": len(created) - counts["completed"],
+                "duplicated": sum(1 for n in completions.values() if n > 1),
+                "completions_logged": sum(completions.values()),
+                "exits": len(exits),
+                "exited": exits,
+                "start_lateness_ms": percentiles(lateness),
+                "requests": {
+                    name: {
+                        "count": len(values),
+                        "per_s": round(len(values) / load_seconds, 1),
+                        "status": dict(stats.status[name]),
+                        "latency_ms": percentiles(values),
+                    }
+                    for name, values in sorted(stats.latency.items())
+                },
+                "health_503_down_checks": dict(stats.down),
+                "tracebacks_in_logs": log_text.count("Traceback"),
+            }
+        )
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, signal.SIGINT)
+            stack.wait()
+        log_text = log_path.read_text(errors="replace")
+        result["stack_exit_status"] = stack.returncode
+        result["stopped_cleanly"] = "embedded | stopped cleanly" in log_text
+        kept = Path(tempfile.gettempdir()) / "hammer-stack.log"
+        shutil.copy(log_path, kept)
+        result["stack_log"] = str(kept)
+        shutil.rmtree(workdir, ignore_errors=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=50.0, help="runs created per second")
+    parser.add_argument("--readers", type=int, default=8)
+    args = parser.parse_args()
+    result = hammer(args.minutes, args.rate, args.readers)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
