@@ -6,16 +6,19 @@ Starts the embedded stack itself through the launcher (``python -m project.embed
 ``make run`` runs) under a temporary ``TASKS_VAR_DIR`` on a free port, then for the given time:
 
 - 8 concurrent callers loop on ``GET /api/health`` and ``GET /api/tasks`` (token auth);
-- ``--rate`` (50) runs/s of the ``echo`` action are created through
-  ``POST /api/tasks/<id>/execute``, paced by the clock (a late request does not shift the
-  ones after it).
+- ``--rate`` (50) runs/s of the ``echo`` action: ``--rate`` tasks with an interval schedule
+  of one second, created through the API, fired by beat;
+- ``--api-rate`` (5) more runs/s created through ``POST /api/tasks/<id>/execute``, paced by
+  the clock (a late request does not shift the ones after it).
 
 API throttling is lifted for the run (``TASKS_API_RATE_*``): the point is the stack, not the
 rate limiter. At the end it waits (up to 120 s) for the created runs to finish, stops the
 stack with SIGINT as Ctrl-C would, and counts:
 
 - ``exits``: web, worker, beat or Postgres processes that ended before the stop;
-- ``lost``: runs created (202 with an id) that did not complete;
+- ``lost``: fires missing from a schedule (a second with no run between its task's first and
+  last fire) plus runs (fired or created with a 202) that did not complete; at the end the
+  schedules are paused through the API, and the fires that pause skipped are not counted;
 - ``duplicated``: runs whose completion the worker logged more than once (the effect ran
   twice), from the ``execute_run[<id>] succeeded ... 'completed'`` lines;
 - request errors and latencies per endpoint, start lateness of the runs (Postgres'
@@ -51,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "hammer.json"
 PASSWORD = "hammer-password-not-secret"
 TASK_ID = "hammer-echo"
+SCHEDULED_PREFIX = "hammer-every-1s-"
 COMPLETED = re.compile(r"execute_run\[([0-9a-f-]{36})\] succeeded in [^:]*: \{[^}]*'completed'")
 
 
@@ -164,7 +168,7 @@ def token_for_admin(var: Path, port: int) -> str:
     return match.group(1)
 
 
-def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
+def hammer(minutes: float, rate: float, api_rate: float, readers: int) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="hammer-"))
     var = workdir / "var"
     port = free_port()
@@ -174,7 +178,8 @@ def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
     result: dict[str, Any] = {
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "minutes": minutes,
-        "rate_per_s": rate,
+        "scheduled_runs_per_s": rate,
+        "api_runs_per_s": api_rate,
         "readers": readers,
     }
     try:
@@ -199,6 +204,21 @@ def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
         )
         if status != 201:
             raise RuntimeError(f"creating the task: {status} {body}")
+        scheduled = [f"{SCHEDULED_PREFIX}{n:03d}" for n in range(int(rate))]
+        for task_id in scheduled:
+            status, body, _ = client.call(
+                "POST",
+                "/api/tasks",
+                {
+                    "id": task_id,
+                    "action": "echo",
+                    "payload": {"message": task_id},
+                    "schedule_type": "interval",
+                    "interval_seconds": 1,
+                },
+            )
+            if status != 201:
+                raise RuntimeError(f"creating {task_id}: {status} {body}")
 
         stats = Stats()
         stop = threading.Event()
@@ -218,12 +238,12 @@ def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
                         stats.down.update(str(name) for name in body.get("down", []))
                 n += 1
 
-        creators = 8
+        creators = 2 if api_rate else 0
 
         def creator(index: int) -> None:
             slot = index
             while not stop.is_set():
-                due = began + slot / rate
+                due = began + slot / api_rate
                 pause = due - time.monotonic()
                 if pause > 0:
                     time.sleep(pause)
@@ -251,33 +271,52 @@ def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
         for thread in threads:
             thread.join(timeout=60)
         load_seconds = time.monotonic() - began
+        for task_id in scheduled:
+            status, body, _ = client.call("POST", f"/api/tasks/{task_id}/pause", {"note": "end"})
+            if status != 200:
+                raise RuntimeError(f"pausing {task_id}: {status} {body}")
 
         socket_dir = var / "postgres"
-        created = list(stats.run_ids)
+
+        def query(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+            with psycopg.connect(host=str(socket_dir), user="postgres", dbname="tasks") as db:
+                return db.execute(sql, params).fetchall()
+
+        # Every run that counts: those created through the API, and the schedules' fires
+        # except those the final pause skipped.
+        counted = (
+            "(id = ANY(%s::uuid[]) OR (task_id LIKE %s AND NOT "
+            "(status = 'skipped' AND error = 'skipped: task paused')))"
+        )
+        params: list[Any] = [list(stats.run_ids), f"{SCHEDULED_PREFIX}%"]
 
         def statuses() -> Counter[str]:
-            with psycopg.connect(host=str(socket_dir), user="postgres", dbname="tasks") as db:
-                rows = db.execute(
-                    "SELECT status, count(*) FROM tasks_app_run WHERE id = ANY(%s::uuid[]) "
-                    "GROUP BY status",
-                    [created],
-                ).fetchall()
+            rows = query(
+                f"SELECT status, count(*) FROM tasks_app_run WHERE {counted} GROUP BY 1", params
+            )  # noqa: S608
             return Counter({status: count for status, count in rows})
 
         drain_deadline = time.monotonic() + 120
         counts = statuses()
-        while counts["completed"] < len(created) and time.monotonic() < drain_deadline:
+        while counts["completed"] < counts.total() and time.monotonic() < drain_deadline:
             time.sleep(2)
             counts = statuses()
-        with psycopg.connect(host=str(socket_dir), user="postgres", dbname="tasks") as db:
-            lateness = [
-                float(value)
-                for (value,) in db.execute(
-                    "SELECT lateness_ms FROM tasks_app_run WHERE id = ANY(%s::uuid[]) "
-                    "AND lateness_ms IS NOT NULL",
-                    [created],
-                ).fetchall()
-            ]
+        lateness = [
+            float(value)
+            for (value,) in query(
+                f"SELECT lateness_ms FROM tasks_app_run WHERE {counted} AND lateness_ms IS NOT NULL",  # noqa: S608
+                params,
+            )
+        ]
+        # A missing fire: a second between a schedule's first and last counted fire with no run.
+        missing_fires = sum(
+            int(span) + 1 - fires
+            for span, fires in query(
+                f"SELECT extract(epoch FROM max(scheduled_for) - min(scheduled_for)), count(*) "  # noqa: S608
+                f"FROM tasks_app_run WHERE {counted} AND task_id LIKE %s GROUP BY task_id",
+                [*params, f"{SCHEDULED_PREFIX}%"],
+            )
+        )
         for name, pid in pids.items():
             if name not in exits and not alive(pid):
                 exits[name] = round(time.monotonic() - began, 1)
@@ -287,10 +326,12 @@ def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
         result.update(
             {
                 "load_seconds": round(load_seconds, 1),
-                "runs_created": len(created),
-                "creation_rate_per_s": round(len(created) / load_seconds, 1),
+                "runs": counts.total(),
+                "runs_per_s": round(counts.total() / load_seconds, 1),
+                "runs_created_through_api": len(stats.run_ids),
                 "runs_by_status": dict(counts),
-                "lost": len(created) - counts["completed"],
+                "missing_fires": missing_fires,
+                "lost": missing_fires + counts.total() - counts["completed"],
                 "duplicated": sum(1 for n in completions.values() if n > 1),
                 "completions_logged": sum(completions.values()),
                 "exits": len(exits),
@@ -326,10 +367,15 @@ def hammer(minutes: float, rate: float, readers: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0)
-    parser.add_argument("--rate", type=float, default=50.0, help="runs created per second")
+    parser.add_argument(
+        "--rate", type=int, default=50, help="scheduled runs per second (tasks every 1 s)"
+    )
+    parser.add_argument(
+        "--api-rate", type=float, default=5.0, help="runs per second created through the API"
+    )
     parser.add_argument("--readers", type=int, default=8)
     args = parser.parse_args()
-    result = hammer(args.minutes, args.rate, args.readers)
+    result = hammer(args.minutes, args.rate, args.api_rate, args.readers)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -4,4 +4,7 @@ import os
 
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8000')}"  # noqa: S104
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+# Threads per worker (gthread): a slow call (a health check waiting on the broker) does not
+# hold up the requests behind it.
+threads = int(os.environ.get("WEB_THREADS", "4"))
 accesslog = "-"
