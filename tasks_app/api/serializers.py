@@ -51,7 +51,7 @@ class JSONObjectField(serializers.JSONField):
 
 
 def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
-    """A number of seconds in ``[0, TASKS_MAX_DELAY]`` (bounds shown in the schema too)."""
+    """A number of seconds in ``[0, TASKS_MAX_DELAY_SECONDS]`` (bounds shown in the schema too)."""
     limit = settings.TASKS_MAX_DELAY_SECONDS
     return serializers.FloatField(
         min_value=0,
@@ -59,7 +59,7 @@ def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
         help_text=help_text,
         error_messages={
             "min_value": "must not be negative",
-            "max_value": f"must be at most {limit:g} s (TASKS_MAX_DELAY)",
+            "max_value": f"must be at most {limit:g} s (TASKS_MAX_DELAY_SECONDS)",
         },
         **kwargs,
     )
@@ -144,7 +144,7 @@ class TaskCreateSerializer(TaskFieldsSerializer):
     the task's own one-time schedule instead."""
 
     delay_seconds = seconds_field(
-        "One run after this many seconds (0 .. TASKS_MAX_DELAY).", required=False
+        "One run after this many seconds (0 .. TASKS_MAX_DELAY_SECONDS).", required=False
     )
     expires_in_seconds = seconds_field(
         "The one run expires if it cannot start this long after its due time.", required=False
