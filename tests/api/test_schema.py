@@ -160,7 +160,7 @@ def test_schemathesis_finds_no_failure_with_all_checks(live_server, operator, tm
     assert done.returncode == 0, output[-8000:]
     generated, passed = map(int, re.search(r"(\d+) generated, (\d+) passed", output).groups())
     assert generated == passed and generated >= 1000, output[-3000:]
-    for phase in ("Coverage", "Fuzzing", "Stateful"):
+    for phase in ("Examples", "Coverage", "Fuzzing", "Stateful"):
         assert f"✅ {phase}" in output, output[-3000:]
 
 
