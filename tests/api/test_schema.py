@@ -154,6 +154,7 @@ def test_schemathesis_finds_no_failure_with_all_checks(live_server, operator, tm
             capture_output=True,
             text=True,
             timeout=540,
+            cwd=tmp_path,  # its cache directory (.schemathesis/) goes there, not in the checkout
         )
     output = done.stdout + done.stderr
     print(output[-3000:])
