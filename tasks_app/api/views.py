@@ -13,6 +13,7 @@ from django.db.models import Field
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
+    OpenApiExample,
     OpenApiParameter,
     OpenApiResponse,
     PolymorphicProxySerializer,
@@ -194,6 +195,30 @@ class TaskListView(ApiView):
         summary="Create a task (optionally with its schedule, or one run via delay_seconds/run_at)",
         request=TaskCreateSerializer,
         responses={201: TaskCreatedSerializer, **errors(*BODY_ERRORS, 409)},
+        examples=[
+            OpenApiExample(
+                "A reminder in 15 minutes",
+                value={
+                    "id": "reminder-001",
+                    "action": "echo",
+                    "payload": {"message": "stand up"},
+                    "delay_seconds": 900,
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "Every weekday at nine in Berlin",
+                value={
+                    "id": "daily-report",
+                    "action": "echo",
+                    "payload": {"message": "report"},
+                    "schedule_type": "cron",
+                    "cron": "0 9 * * mon-fri",
+                    "timezone": "Europe/Berlin",
+                },
+                request_only=True,
+            ),
+        ],
     )
     def post(self, request: Request) -> Response:
         data = self.body(TaskCreateSerializer)
@@ -274,6 +299,14 @@ class TaskScheduleView(ApiView):
         operation_id="tasks_schedule",
         summary="One run after delay_seconds or at run_at, or set a recurring schedule",
         request=ScheduleSerializer,
+        examples=[
+            OpenApiExample("One run in 90 s", value={"delay_seconds": 90}, request_only=True),
+            OpenApiExample(
+                "Every 5 minutes",
+                value={"schedule_type": "interval", "interval_seconds": 300},
+                request_only=True,
+            ),
+        ],
         responses={
             202: PolymorphicProxySerializer(
                 component_name="ScheduleResult",
