@@ -69,6 +69,8 @@ FINAL_RUN_STATUSES = frozenset(
     }
 )
 ACTIVE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING})
+CANCELLABLE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED})
+RETRYABLE_RUN_STATUSES = frozenset({RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED})
 
 # The only edges a run's status may take (enforced by conditional updates in services).
 RUN_TRANSITIONS: dict[str, frozenset[str]] = {

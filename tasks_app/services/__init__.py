@@ -10,6 +10,7 @@ lifecycle), ``firing`` (recurring fires recorded by beat), ``common`` (audit, co
 """
 
 from .common import ConflictError
+from .duplicate import task_duplicate
 from .firing import first_fire, schedule_fire_due, schedule_of
 from .runs import (
     cap_output,
@@ -55,6 +56,7 @@ __all__ = [
     "task_create",
     "task_create_with_run",
     "task_delete",
+    "task_duplicate",
     "task_execute",
     "task_pause",
     "task_resume",

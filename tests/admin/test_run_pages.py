@@ -61,10 +61,13 @@ def test_list_shows_due_started_lateness_duration_attempt(operator) -> None:
         RunStatus.COMPLETED,
     )
     page = operator.get(reverse(LIST)).content.decode()
-    for header in ("due at", "started at", "lateness", "duration", "attempt"):
-        assert header in page.lower()
-    assert "12 ms" in page and "2000 ms" in page
+    for header in ("due", "started", "lateness", "duration", "attempt", "worker"):
+        assert f">{header}</a>" in page.lower() or f">{header}</span>" in page.lower(), header
+    assert "12 ms" in page and "2.00 s" in page  # ms below a second, then seconds
     assert str(run.pk)[:8] in page
+    # Instants to the second, in UTC, with the ISO instant for the local-time tooltip.
+    assert f">{run.due_at:%Y-%m-%d %H:%M:%S} UTC</time>" in page
+    assert f'datetime="{run.started_at.isoformat()}"' in page
 
 
 def test_run_page_shows_output_truncation_error_celery_result_and_attempt_links(operator) -> None:
