@@ -237,6 +237,12 @@ class TaskAdmin(admin.ModelAdmin):
             "tasks_app/payload_form.js",
         )
 
+    def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:  # a task being added has no state, runs or history yet
+            return [f for f in fieldsets if f[0] not in ("State", "Last runs", "Audit trail")]
+        return fieldsets
+
     def get_readonly_fields(self, request: HttpRequest, obj: Task | None = None) -> Any:
         fields = super().get_readonly_fields(request, obj)
         return (*fields, "id") if obj else fields

@@ -6,9 +6,11 @@
 (function () {
   "use strict";
   var editor = null;
+  var ready = false;  // JSON Editor builds itself asynchronously: no get/set before "ready"
   var mode = "form";
   var timer = null;
   var seq = 0;
+  var touched = false;  // a new, empty payload is not judged before the operator types
 
   function byId(id) { return document.getElementById(id); }
 
@@ -36,7 +38,8 @@
     var schemas = JSON.parse(data.textContent);
 
     var description = make("p", { id: "action-description", "class": "tasks-action-description" });
-    select.parentNode.insertBefore(description, select.nextSibling);
+    var anchor = select.closest(".flex-container") || select;
+    anchor.parentNode.insertBefore(description, anchor.nextSibling);
 
     var box = make("div", { id: "payload-editor", "class": "tasks-payload", "data-state": "loading" });
     var tabs = make("div", { "class": "tasks-payload-tabs", role: "tablist" });
@@ -66,6 +69,7 @@
 
     function check() {
       clearTimeout(timer);
+      box.setAttribute("data-state", "checking");
       timer = setTimeout(function () {
         var mine = ++seq;
         var body = new URLSearchParams();
@@ -85,14 +89,31 @@
       if (next === "form") {
         var parsed = parse(textarea.value);
         if (parsed.error) { showVerdict(false, ["not valid JSON: " + parsed.error]); return; }
-        if (editor) { editor.setValue(parsed.value); }
+        if (editor && ready) { editor.setValue(parsed.value); }
       }
       mode = next;
       box.setAttribute("data-mode", mode);
       formTab.setAttribute("aria-selected", String(mode === "form"));
       rawTab.setAttribute("aria-selected", String(mode === "raw"));
-      holder.hidden = mode !== "form" || !editor;
+      holder.hidden = mode !== "form" || !editor || !ready;
       textarea.hidden = mode !== "raw";
+    }
+
+    function typed(schema) {
+      // An "enum" without a "type" would get a type switcher: give it its values' type.
+      if (!schema || typeof schema !== "object") { return schema; }
+      var copy = Object.assign({}, schema);
+      if (Array.isArray(copy["enum"]) && !copy.type) {
+        var kinds = copy["enum"].map(function (v) { return typeof v; });
+        if (kinds.every(function (k) { return k === kinds[0]; })) { copy.type = kinds[0]; }
+      }
+      if (copy.properties) {
+        copy.properties = Object.assign({}, copy.properties);
+        Object.keys(copy.properties).forEach(function (k) {
+          copy.properties[k] = typed(copy.properties[k]);
+        });
+      }
+      return copy;
     }
 
     function fitting(value, schema) {
@@ -109,11 +130,17 @@
       var entry = schemas[select.value];
       description.textContent = entry ? entry.description : "";
       if (editor) { editor.destroy(); editor = null; }
+      ready = false;
       holder.innerHTML = "";
-      if (!entry) { setMode("raw"); check(); return; }
+      if (!entry) {
+        setMode("raw");
+        if (select.value) { check(); }  // an action no longer registered: say so
+        return;
+      }
       var parsed = parse(textarea.value);
       var start = parsed.error ? {} : (keepValue ? parsed.value : fitting(parsed.value, entry.schema));
-      var schema = Object.assign({ title: "payload" }, entry.schema);
+      var schema = typed(entry.schema);
+      var pristine = !textarea.value.trim() || textarea.value.trim() === "{}";
       editor = new window.JSONEditor(holder, {
         schema: schema,
         startval: start,
@@ -130,22 +157,43 @@
         show_errors: "change",
         form_name_root: "payload_form"
       });
+      var wasRaw = mode === "raw";
       editor.on("ready", function () {
+        ready = true;
         if (!entry.schema.properties) {
           holder.appendChild(make("p", { "class": "tasks-muted" },
             "This action's schema names no fields: edit the payload as raw JSON."));
         }
+        if (parsed.error) {
+          setMode("raw");
+          showVerdict(false, ["not valid JSON: " + parsed.error]);
+        } else {
+          mode = "raw";  // setMode("form") below reads the box into the form
+          setMode(wasRaw && keepValue ? "raw" : "form");
+        }
+        if (mode === "form") { textarea.value = JSON.stringify(editor.getValue(), null, 2); }
+        if (!pristine) { check(); }  // a new payload is judged once something is typed
       });
       editor.on("change", function () {
+        if (!ready) { return; }
         if (mode === "form") {
           textarea.value = JSON.stringify(editor.getValue(), null, 2);
         }
-        check();
+        if (touched || !pristine) { check(); }
       });
-      setMode(parsed.error ? "raw" : (mode === "raw" && keepValue ? "raw" : "form"));
-      if (parsed.error) { showVerdict(false, ["not valid JSON: " + parsed.error]); }
     }
 
+    ["input", "change"].forEach(function (type) {
+      holder.addEventListener(type, function () { touched = true; }, true);
+    });
+    // JSON Editor reads a field on "change" (when it loses focus); pass each keystroke on,
+    // so the raw JSON and the verdict follow the typing.
+    holder.addEventListener("input", function (event) {
+      var field = event.target;
+      if (field.matches("input[type=text], input[type=number], input:not([type]), textarea")) {
+        field.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    });
     formTab.addEventListener("click", function () { setMode("form"); });
     rawTab.addEventListener("click", function () { setMode("raw"); });
     textarea.addEventListener("input", function () {
