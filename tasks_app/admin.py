@@ -452,6 +452,8 @@ class TaskAdmin(admin.ModelAdmin):
     def _run_now(self, request: HttpRequest, object_id: str) -> HttpResponse:
         task = self._task_for_button(request, object_id)
         run = services.task_execute(task=task, trigger=Trigger.ADMIN)
+        # Published on commit: read the status the run has now, not the one it was created in.
+        run.refresh_from_db(fields=["status", "due_at"])
         link = reverse("admin:tasks_app_run_change", args=[run.pk])
         self.message_user(request, format_html("{} {}", _run_link(run, link), _run_now_state(run)))
         return self._back(task)
@@ -504,12 +506,13 @@ class TaskAdmin(admin.ModelAdmin):
     @admin.action(description="Run now", permissions=["change"])
     def run_now(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
         runs = [services.task_execute(task=task, trigger=Trigger.ADMIN) for task in queryset]
+        statuses = Run.objects.filter(pk__in=[r.pk for r in runs]).values_list("status", flat=True)
         by_status: dict[str, int] = {}
-        for run in runs:
-            by_status[run.status] = by_status.get(run.status, 0) + 1
+        for status in statuses:
+            by_status[status] = by_status.get(status, 0) + 1
         states = ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
         self.message_user(
-            request, f"{len(runs)} run(s) created: {states}. A worker starts each queued run."
+            request, f"{len(runs)} run(s) created, now {states}. A worker starts each queued run."
         )
 
     @admin.action(description="Pause", permissions=["change"])
@@ -552,8 +555,7 @@ class RunAdmin(admin.ModelAdmin):
         "short_id",
         "task_link",
         "status_badge",
-        "trigger",
-        "attempt",
+        "trigger_attempt",
         "due",
         "started",
         "lateness",
@@ -627,6 +629,11 @@ class RunAdmin(admin.ModelAdmin):
     def duration(self, run: Run) -> str:
         return duration(run.duration_ms)
 
+    @admin.display(description="trigger", ordering="trigger")
+    def trigger_attempt(self, run: Run) -> str:
+        """One column for both, so the list fits 1,400 px: ``schedule``, ``retry · attempt 2``."""
+        return run.trigger if run.attempt <= 1 else f"{run.trigger} · attempt {run.attempt}"
+
     @admin.display(description="scheduled for")
     def scheduled_for_time(self, run: Run) -> SafeString | str:
         return instant(run.scheduled_for)
@@ -659,7 +666,12 @@ class RunAdmin(admin.ModelAdmin):
     def worker_name(self, run: Run) -> SafeString | str:
         if not run.worker:
             return "-"
-        return format_html('<span class="tasks-clip" title="{}">{}</span>', run.worker, run.worker)
+        # Celery names workers ``name@host``: the host is what tells them apart at a glance.
+        return format_html(
+            '<span class="tasks-clip" title="{}">{}</span>',
+            run.worker,
+            run.worker.rpartition("@")[2],
+        )
 
     @admin.display(description="task", ordering="task__id")
     def task_link(self, run: Run) -> SafeString:

@@ -55,13 +55,13 @@ def test_filters_by_status_action_trigger_and_queue(operator) -> None:
     assert listed(operator, queue="slow") == {str(failed.pk)}
 
 
-def test_list_shows_due_started_lateness_duration_attempt(operator) -> None:
+def test_list_shows_trigger_due_started_lateness_duration_worker(operator) -> None:
     run = finished(
         services.task_execute(task=services.task_create(id="cols", action="noop")),
         RunStatus.COMPLETED,
     )
     page = operator.get(reverse(LIST)).content.decode()
-    for header in ("due", "started", "lateness", "duration", "attempt", "worker"):
+    for header in ("trigger", "due", "started", "lateness", "duration", "worker"):
         assert f">{header}</a>" in page.lower() or f">{header}</span>" in page.lower(), header
     assert "12 ms" in page and "2.00 s" in page  # ms below a second, then seconds
     assert str(run.pk)[:8] in page

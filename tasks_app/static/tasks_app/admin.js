@@ -41,7 +41,16 @@
     (root || document).querySelectorAll("time.tasks-time").forEach(annotate);
   }
   window.tasksAnnotateTimes = annotateAll;
-  document.addEventListener("DOMContentLoaded", function () { annotateAll(); });
+  document.addEventListener("DOMContentLoaded", function () {
+    annotateAll();
+    // The run list is the widest page: start it with the app sidebar folded, so every
+    // column fits 1,400 px; the » toggle still opens it.
+    var body = document.body;
+    var main = document.getElementById("main");
+    if (main && body.classList.contains("model-run") && body.classList.contains("change-list")) {
+      main.classList.remove("shifted");
+    }
+  });
   // The relative part goes stale: refresh it when the pointer reaches a time.
   document.addEventListener("mouseover", function (event) {
     var node = event.target.closest && event.target.closest("time.tasks-time");
