@@ -56,7 +56,8 @@ MODEL_ORDER = {"Task": 0, "Run": 1, "TaskAuditEntry": 2}
 admin.site.site_header = PRODUCT
 admin.site.site_title = PRODUCT
 admin.site.index_title = "Tasks, runs and the services they use"
-admin.site.site_url = reverse_lazy("tasks-overview")  # "View site" opens the overview
+# "View site" opens the overview; lazy, as the URLconf is not loaded when admin.py is.
+admin.site.site_url = reverse_lazy("tasks-overview")  # type: ignore[assignment]
 _stock_app_list = admin.site.get_app_list
 
 
@@ -119,6 +120,7 @@ class TaskForm(forms.ModelForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["action"]
+        assert isinstance(field, ActionField)
         current = self.instance.action if self.instance else ""
         if current and current not in {name for name, _ in _action_choices()}:
             # Keep an action that is no longer registered visible; saving it is refused.

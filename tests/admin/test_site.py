@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.urls import reverse
 
 from tasks_app import services
+from tasks_app.models import Task
 
 pytestmark = pytest.mark.django_db
 
@@ -25,15 +28,24 @@ def test_index_has_the_product_header_its_section_first_and_the_links(operator) 
     assert 'id="api-docs-link">API docs</a>' in page and reverse("api-docs") in page
 
 
-def test_every_admin_instant_is_to_the_second_in_utc(operator) -> None:
+def test_every_admin_instant_is_to_the_second_in_utc(operator, django_user_model) -> None:
     task = services.task_create(
         id="stamped", action="noop", schedule_type="interval", interval_seconds=90
     )
     services.task_execute(task=task)
+    LogEntry.objects.create(  # what a save in the admin records: the history page lists it
+        user=django_user_model.objects.get(username="ops"),
+        content_type=ContentType.objects.get_for_model(Task),
+        object_id=task.pk,
+        object_repr=task.pk,
+        action_flag=CHANGE,
+        change_message="Changed interval.",
+    )
     pages = [
         operator.get(reverse("admin:tasks_app_task_change", args=[task.pk])),
         operator.get(reverse("admin:tasks_app_run_changelist")),
         operator.get(reverse("admin:tasks_app_task_changelist")),
+        operator.get(reverse("admin:tasks_app_task_history", args=[task.pk])),
     ]
     for response in pages:
         html = response.content.decode()
