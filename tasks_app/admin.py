@@ -160,7 +160,7 @@ def _run_now_state(run: Run) -> SafeString:
 class TaskAdmin(admin.ModelAdmin):
     form = TaskForm
     change_form_template = "admin/tasks_app/task/change_form.html"
-    list_display = ("id", "name", "action", "schedule", "status_badge", "next_run")
+    list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell")
     list_filter = ("status", "action", "schedule_type", "paused", "queue")
     search_fields = ("id", "name")
     readonly_fields = (
@@ -271,6 +271,10 @@ class TaskAdmin(admin.ModelAdmin):
     @admin.display(description="next run", ordering="next_run_at")
     def next_run(self, task: Task) -> SafeString | str:
         return admin_views.next_run_state(task)
+
+    @admin.display(description="next run", ordering="next_run_at")
+    def next_run_cell(self, task: Task) -> SafeString | str:
+        return admin_views.next_run_state(task, compact=True)
 
     @admin.display(description="paused since")
     def paused_since(self, task: Task) -> SafeString | str:

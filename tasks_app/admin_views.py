@@ -72,7 +72,9 @@ def badge(status: str) -> SafeString:
     return format_html('<span class="tasks-badge tasks-{}">{}</span>', status, status)
 
 
-def next_run_state(task: Task, *, now: datetime | None = None) -> SafeString | str:
+def next_run_state(
+    task: Task, *, now: datetime | None = None, compact: bool = False
+) -> SafeString | str:
     """What "Next run" truthfully is.
 
     ``next_run_at`` is what beat will fire next; after downtime or a resume it can be an
@@ -82,7 +84,7 @@ def next_run_state(task: Task, *, now: datetime | None = None) -> SafeString | s
     """
     now = now or timezone.now()
     if task.paused:
-        return "none while paused (resume to continue)"
+        return "none: paused" if compact else "none while paused (resume to continue)"
     if task.schedule_type not in RECURRING:
         if task.next_run_at is None:
             return "none waiting" if task.schedule_type == ScheduleType.NONE else "none planned"
@@ -98,6 +100,15 @@ def next_run_state(task: Task, *, now: datetime | None = None) -> SafeString | s
     except (scheduling.CronError, scheduling.ZoneError, ValueError):
         upcoming = []
     replay = "replays it now" if task.catchup != "skip" else "skips it"
+    if compact:  # a list cell: the upcoming fire, the missed one on hover
+        return format_html(
+            '{} <span class="tasks-muted" title="the fire of {} was missed; catch-up {} {}">'
+            "(1 missed)</span>",
+            instant(upcoming[0].utc) if upcoming else "none planned",
+            instant_text(task.next_run_at),
+            task.catchup,
+            replay,
+        )
     return format_html(
         '{} <span class="tasks-muted">(the fire of {} was missed; catch-up "{}" {})</span>',
         instant(upcoming[0].utc) if upcoming else "none planned",
