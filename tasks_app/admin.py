@@ -55,7 +55,6 @@ MODEL_ORDER = {"Task": 0, "Run": 1, "TaskAuditEntry": 2}
 
 admin.site.site_header = PRODUCT
 admin.site.site_title = PRODUCT
-admin.site.index_title = "Tasks, runs and the services they use"
 # "View site" opens the overview; lazy, as the URLconf is not loaded when admin.py is.
 admin.site.site_url = reverse_lazy("tasks-overview")  # type: ignore[assignment]
 _stock_app_list = admin.site.get_app_list
