@@ -177,6 +177,7 @@ def test_runs_to_the_second_in_a_list_that_fits_and_truthful_states(
     # The run list: every column on screen at 1,400 px, times to the second.
     page.goto(f"{base}/admin/tasks_app/run/")
     sizes = fits(page)
+    print(f"run list at {WIDE['width']} px: {sizes}")  # the figure the README's claim rests on
     assert sizes["page"] <= WIDE["width"] and sizes["table"] <= sizes["filters"], sizes
     assert sizes["hidden"] <= 0, sizes  # nothing scrolled out of sight
     headers = page.locator("#result_list thead th").all_inner_texts()
@@ -186,8 +187,9 @@ def test_runs_to_the_second_in_a_list_that_fits_and_truthful_states(
     due = row.locator("td.field-due time").inner_text()
     started = row.locator("td.field-started time").inner_text()
     assert SECOND.match(due) and SECOND.match(started), (due, started)
-    assert re.fullmatch(r"1\.\d\d s", row.locator("td.field-duration").inner_text())
-    assert re.fullmatch(r"\d+ ms", row.locator("td.field-lateness").inner_text())
+    # ms below a second, then seconds (the sleep takes 1.2 s; lateness depends on the load).
+    assert re.fullmatch(r"\d\.\d\d s", row.locator("td.field-duration").inner_text())
+    assert re.fullmatch(r"\d+ ms|\d+\.\d\d? s", row.locator("td.field-lateness").inner_text())
     task_cell = page.locator("#result_list tbody tr", has_text=LONG_ID[:12]).first
     link = task_cell.locator("td.field-task_link a").bounding_box()
     assert link is not None and link["height"] < 22  # one line, clipped; the full id on hover
