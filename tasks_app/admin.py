@@ -7,7 +7,11 @@
 - **Run list**: filters, search by task id or run id (full or the 8-character short id),
   columns for due, started, lateness, duration, attempt; the run page shows output, error,
   the Celery result and the neighbouring attempts, with *Retry* and *Cancel*.
-- **Overview** (``/admin/overview/``, linked from the index): see ``admin_views``.
+- **Overview** (``/admin/overview/``, linked from the index and as "View site"): see
+  ``admin_views``, which also holds the presentation rules (instants to the second in UTC,
+  durations, badges, what "Next run" is).
+- **Site**: the product's header with a link to the API docs, the product's section first
+  on the index.
 
 Saves, buttons and actions go through ``tasks_app.services``; the admin holds no rules of its
 own, and service validation errors are shown next to their field (``Task.clean``).
@@ -22,27 +26,79 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, path, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from django_celery_results.models import TaskResult
 
 from . import actions, admin_views, scheduling, services, validation
-from .admin_views import badge
-from .models import Run, RunStatus, Task, TaskAuditEntry, Trigger
+from .admin_views import badge, duration, instant
+from .models import (
+    CANCELLABLE_RUN_STATUSES,
+    RETRYABLE_RUN_STATUSES,
+    Run,
+    Task,
+    TaskAuditEntry,
+    Trigger,
+)
 from .services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
 
 RECENT_RUNS = 10
 AUDIT_ENTRIES = 20
-DUPLICATE_SUFFIX = "-copy"
+PRODUCT = "Scheduled tasks"
+# The product's own models first on the index and in the sidebar, in this order.
+MODEL_ORDER = {"Task": 0, "Run": 1, "TaskAuditEntry": 2}
+
+admin.site.site_header = PRODUCT
+admin.site.site_title = PRODUCT
+# "View site" opens the overview; lazy, as the URLconf is not loaded when admin.py is.
+admin.site.site_url = reverse_lazy("tasks-overview")  # type: ignore[assignment]
+_stock_app_list = admin.site.get_app_list
+
+
+def _app_list_product_first(request: HttpRequest, app_label: str | None = None) -> list[Any]:
+    """Django sorts apps by name, which puts ours after tokens, results and beat."""
+    apps = _stock_app_list(request, app_label)
+    for app in apps:
+        if app["app_label"] == "tasks_app":
+            app["models"].sort(key=lambda m: MODEL_ORDER.get(m["object_name"], 9))
+    return sorted(apps, key=lambda app: app["app_label"] != "tasks_app")
+
+
+# The default site is built by django.contrib.admin's AppConfig; replacing it would need
+# a settings change, so only this one method is overridden on the instance.
+admin.site.get_app_list = _app_list_product_first  # type: ignore[method-assign]
+
+
+def _action_choices() -> list[tuple[str, str]]:
+    """Each registered action with its one-line description, as the select shows it."""
+    return [(a.name, f"{a.name} — {a.description}") for a in actions.all_actions()]
+
+
+def action_schemas() -> dict[str, dict[str, Any]]:
+    """What the payload form is built from: each action's description and payload schema."""
+    return {
+        a.name: {"description": a.description, "schema": a.schema} for a in actions.all_actions()
+    }
+
+
+class ActionField(forms.ChoiceField):
+    """A select of the registered actions. Whether a name is registered is decided by
+    ``validation.validate_task`` (one rule, one message naming the known actions)."""
+
+    def valid_value(self, value: str) -> bool:
+        return True
 
 
 class TaskForm(forms.ModelForm):
+    action = ActionField(
+        choices=_action_choices,
+        help_text="What a run does. The payload form below follows the action's schema.",
+    )
     delay_seconds = forms.FloatField(
         required=False,
         label="Run once after (seconds)",
@@ -53,13 +109,23 @@ class TaskForm(forms.ModelForm):
         model = Task
         fields = ("id", *services.TASK_FIELDS)
         widgets = {
-            "action": forms.TextInput(attrs={"list": "tasks-actions", "autocomplete": "off"}),
             "timezone": forms.TextInput(attrs={"list": "tasks-zones", "autocomplete": "off"}),
             "cron": forms.TextInput(
                 attrs={"size": 30, "class": "tasks-mono", "placeholder": "*/5 * * * *"}
             ),
-            "payload": forms.Textarea(attrs={"rows": 4, "cols": 60, "class": "tasks-mono"}),
+            "payload": forms.Textarea(attrs={"rows": 6, "cols": 60, "class": "tasks-mono"}),
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["action"]
+        assert isinstance(field, ActionField)
+        current = self.instance.action if self.instance else ""
+        if current and current not in {name for name, _ in _action_choices()}:
+            # Keep an action that is no longer registered visible; saving it is refused.
+            field.choices = [(current, f"{current} — not registered"), *_action_choices()]
+        elif not current:
+            field.choices = [("", "— choose an action —"), *_action_choices()]
 
     def clean_delay_seconds(self) -> float | None:
         value = self.cleaned_data.get("delay_seconds")
@@ -76,31 +142,38 @@ def _user(request: HttpRequest) -> str:
     return request.user.get_username() if request.user.is_authenticated else ""
 
 
-def _ms(value: float | int | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1000:.2f} s" if abs(value) >= 10_000 else f"{value:.0f} ms"
+def _run_link(run: Run, url: str) -> SafeString:
+    return format_html("Run <a href='{}'>{}</a>", url, str(run.pk)[:8])
+
+
+def _run_now_state(run: Run) -> SafeString:
+    """What Run now did, as it is: a run is queued (published) or still pending, not started."""
+    if run.status == "queued":
+        return format_html("is queued (due {}): a worker starts it next.", instant(run.due_at))
+    if run.status == "pending":
+        return format_html("is pending: it is published when due ({}).", instant(run.due_at))
+    return format_html("is {}.", run.status)
 
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
     form = TaskForm
     change_form_template = "admin/tasks_app/task/change_form.html"
-    list_display = ("id", "name", "action", "schedule", "status_badge", "paused", "next_run_at")
+    list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell")
     list_filter = ("status", "action", "schedule_type", "paused", "queue")
     search_fields = ("id", "name")
     readonly_fields = (
         "status_badge",
-        "next_run_at",
+        "next_run",
         "paused",
         "pause_note",
-        "paused_at",
+        "paused_since",
         "paused_by",
         "alarm",
         "fire_count",
         "consecutive_failures",
-        "created_at",
-        "updated_at",
+        "created",
+        "updated",
         "schedule_preview",
         "recent_runs",
         "audit_trail",
@@ -140,16 +213,16 @@ class TaskAdmin(admin.ModelAdmin):
             {
                 "fields": (
                     "status_badge",
-                    "next_run_at",
+                    "next_run",
                     "alarm",
                     "paused",
                     "pause_note",
-                    "paused_at",
+                    "paused_since",
                     "paused_by",
                     "fire_count",
                     "consecutive_failures",
-                    "created_at",
-                    "updated_at",
+                    "created",
+                    "updated",
                 )
             },
         ),
@@ -158,9 +231,18 @@ class TaskAdmin(admin.ModelAdmin):
     )
     actions = ("run_now", "pause", "resume")
 
-    class Media:
-        css = {"all": ("tasks_app/admin.css",)}
-        js = ("tasks_app/task_preview.js",)
+    class Media:  # admin.css and admin.js come with every page (templates/admin/base_site.html)
+        js = (
+            "tasks_app/task_preview.js",
+            "tasks_app/vendor/jsoneditor.js",
+            "tasks_app/payload_form.js",
+        )
+
+    def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:  # a task being added has no state, runs or history yet
+            return [f for f in fieldsets if f[0] not in ("State", "Last runs", "Audit trail")]
+        return fieldsets
 
     def get_readonly_fields(self, request: HttpRequest, obj: Task | None = None) -> Any:
         fields = super().get_readonly_fields(request, obj)
@@ -178,20 +260,40 @@ class TaskAdmin(admin.ModelAdmin):
         if task.schedule_type == "cron":
             return f"cron {task.cron} ({task.timezone})"
         if task.schedule_type == "once":
-            return f"once at {task.run_at:%Y-%m-%d %H:%M:%S %Z}" if task.run_at else "once"
+            return format_html("once at {}", instant(task.run_at)) if task.run_at else "once"
         return "on demand"
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, task: Task) -> SafeString:
         return badge(task.status)
 
+    @admin.display(description="next run", ordering="next_run_at")
+    def next_run(self, task: Task) -> SafeString | str:
+        return admin_views.next_run_state(task)
+
+    @admin.display(description="next run", ordering="next_run_at")
+    def next_run_cell(self, task: Task) -> SafeString | str:
+        return admin_views.next_run_state(task, compact=True)
+
+    @admin.display(description="paused since")
+    def paused_since(self, task: Task) -> SafeString | str:
+        return instant(task.paused_at)
+
+    @admin.display(description="created")
+    def created(self, task: Task) -> SafeString | str:
+        return instant(task.created_at)
+
+    @admin.display(description="updated")
+    def updated(self, task: Task) -> SafeString | str:
+        return instant(task.updated_at)
+
     @admin.display(description="missed-run alarm")
     def alarm(self, task: Task) -> SafeString | str:
         if task.alarm_since is None:
             return "-"
         return format_html(
-            '<strong class="tasks-alarm">since {:%Y-%m-%d %H:%M:%S} UTC</strong> {}',
-            task.alarm_since,
+            '<strong class="tasks-alarm">since {}</strong> {}',
+            instant(task.alarm_since),
             task.alarm_note,
         )
 
@@ -214,7 +316,13 @@ class TaskAdmin(admin.ModelAdmin):
             '<ol class="tasks-fires">{}</ol><p class="tasks-preview-error errornote" hidden></p></div>',
             reverse("admin:tasks_app_task_preview"),
             data["description"],
-            rows or format_html("<li class='tasks-muted'>{}</li>", "no upcoming fire"),
+            rows
+            or format_html(
+                "<li class='tasks-muted'>{}</li>",
+                "no fires: runs only when asked"
+                if task.schedule_type == "none"
+                else "no upcoming fire",
+            ),
         )
 
     @admin.display(description="changes")
@@ -229,7 +337,7 @@ class TaskAdmin(admin.ModelAdmin):
             "<tr><td>{}</td><td>{}</td><td>{}</td><td class='tasks-mono'>{}</td></tr>",
             (
                 (
-                    f"{e.at:%Y-%m-%d %H:%M:%S}",
+                    instant(e.at),
                     e.by or "-",
                     e.event,
                     "; ".join(f"{k}: {v[0]!r} → {v[1]!r}" for k, v in e.changes.items())
@@ -240,7 +348,7 @@ class TaskAdmin(admin.ModelAdmin):
             ),
         )
         return format_html(
-            "<table class='tasks-runs'><thead><tr><th>when (UTC)</th><th>who</th><th>what</th>"
+            "<table class='tasks-runs'><thead><tr><th>when</th><th>who</th><th>what</th>"
             "<th>from → to / note</th></tr></thead><tbody>{}</tbody></table>",
             rows,
         )
@@ -263,9 +371,9 @@ class TaskAdmin(admin.ModelAdmin):
                     badge(r.status),
                     r.trigger,
                     r.attempt,
-                    f"{r.due_at:%Y-%m-%d %H:%M:%S}",
-                    _ms(r.lateness_ms),
-                    _ms(r.duration_ms),
+                    instant(r.due_at),
+                    duration(r.lateness_ms),
+                    duration(r.duration_ms),
                 )
                 for r in runs
             ),
@@ -273,7 +381,7 @@ class TaskAdmin(admin.ModelAdmin):
         more = reverse("admin:tasks_app_run_changelist") + f"?task__id__exact={task.pk}"
         return format_html(
             "<table class='tasks-runs'><thead><tr><th>run</th><th>status</th><th>trigger</th>"
-            "<th>attempt</th><th>due (UTC)</th><th>lateness</th><th>duration</th></tr></thead>"
+            "<th>attempt</th><th>due</th><th>lateness</th><th>duration</th></tr></thead>"
             "<tbody>{}</tbody></table><p><a href='{}'>all runs of this task</a></p>",
             rows,
             more,
@@ -286,7 +394,12 @@ class TaskAdmin(admin.ModelAdmin):
         delay = form.cleaned_data.get("delay_seconds")
         if delay is not None:
             run = services.task_schedule_once(task=obj, delay_seconds=delay)
-            self.message_user(request, f"Run {run.id} scheduled for {run.due_at:%H:%M:%S} UTC.")
+            self.message_user(
+                request,
+                format_html(
+                    "Run {} is {}, due {}.", str(run.id)[:8], run.status, instant(run.due_at)
+                ),
+            )
 
     def delete_model(self, request: HttpRequest, obj: Task) -> None:
         services.task_delete(task=obj, by=_user(request))
@@ -298,7 +411,10 @@ class TaskAdmin(admin.ModelAdmin):
     def render_change_form(
         self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
     ) -> HttpResponse:
-        context["action_names"] = [a.name for a in actions.all_actions()]
+        obj = kwargs.get("obj")
+        context["next_run"] = admin_views.next_run_state(obj) if obj else ""
+        context["action_schemas"] = action_schemas()
+        context["payload_check_url"] = reverse("admin:tasks_app_task_payload_check")
         context["zone_names"] = sorted(scheduling._zone_names())
         return super().render_change_form(request, context, *args, **kwargs)
 
@@ -308,6 +424,11 @@ class TaskAdmin(admin.ModelAdmin):
         wrap = self.admin_site.admin_view
         own = [
             path("preview/", wrap(admin_views.preview_view), name="tasks_app_task_preview"),
+            path(
+                "payload-check/",
+                wrap(admin_views.payload_check_view),
+                name="tasks_app_task_payload_check",
+            ),
             path(
                 "<path:object_id>/run-now/", wrap(self.run_now_view), name="tasks_app_task_run_now"
             ),
@@ -336,10 +457,10 @@ class TaskAdmin(admin.ModelAdmin):
     def _run_now(self, request: HttpRequest, object_id: str) -> HttpResponse:
         task = self._task_for_button(request, object_id)
         run = services.task_execute(task=task, trigger=Trigger.ADMIN)
+        # Published on commit: read the status the run has now, not the one it was created in.
+        run.refresh_from_db(fields=["status", "due_at"])
         link = reverse("admin:tasks_app_run_change", args=[run.pk])
-        self.message_user(
-            request, format_html("Run <a href='{}'>{}</a> started.", link, run.pk), messages.SUCCESS
-        )
+        self.message_user(request, format_html("{} {}", _run_link(run, link), _run_now_state(run)))
         return self._back(task)
 
     def pause_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
@@ -372,27 +493,16 @@ class TaskAdmin(admin.ModelAdmin):
         return require_POST(self._duplicate)(request, object_id)
 
     def _duplicate(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        """A copy under a new id. A recurring copy starts paused, so two identical schedules
-        never fire side by side before someone has looked at the copy."""
         task = self._task_for_button(request, object_id)
-        new_id = _free_id(task.pk)
-        fields = {name: getattr(task, name) for name in services.TASK_FIELDS}
-        fields["name"] = f"{task.name} (copy)" if task.name else ""
         try:
-            with transaction.atomic():
-                copy = services.task_create(id=new_id, by=_user(request), **fields)
-                if copy.is_recurring:
-                    services.task_pause(
-                        task=copy,
-                        note=f"Duplicate of {task.pk}: review, then resume.",
-                        by=_user(request),
-                    )
+            copy = services.task_duplicate(task=task, by=_user(request))
         except (ValidationError, services.ConflictError) as exc:
             text = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
             self.message_user(request, f"Could not duplicate {task.pk}: {text}", messages.ERROR)
             return self._back(task)
+        note = " It is paused: review it, then resume." if copy.paused else ""
         self.message_user(
-            request, f"Task {copy.pk} created as a copy of {task.pk}.", messages.SUCCESS
+            request, f"Task {copy.pk} created as a copy of {task.pk}.{note}", messages.SUCCESS
         )
         return self._back(copy)
 
@@ -400,9 +510,15 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.action(description="Run now", permissions=["change"])
     def run_now(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
-        for task in queryset:
-            services.task_execute(task=task, trigger=Trigger.ADMIN)
-        self.message_user(request, f"{queryset.count()} run(s) started.", messages.SUCCESS)
+        runs = [services.task_execute(task=task, trigger=Trigger.ADMIN) for task in queryset]
+        statuses = Run.objects.filter(pk__in=[r.pk for r in runs]).values_list("status", flat=True)
+        by_status: dict[str, int] = {}
+        for status in statuses:
+            by_status[status] = by_status.get(status, 0) + 1
+        states = ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
+        self.message_user(
+            request, f"{len(runs)} run(s) created, now {states}. A worker starts each queued run."
+        )
 
     @admin.action(description="Pause", permissions=["change"])
     def pause(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
@@ -415,19 +531,6 @@ class TaskAdmin(admin.ModelAdmin):
         for task in queryset:
             services.task_resume(task=task, by=_user(request))
         self.message_user(request, f"{queryset.count()} task(s) resumed.", messages.SUCCESS)
-
-
-def _free_id(base: str) -> str:
-    stem = base[: 100 - len(DUPLICATE_SUFFIX) - 4]
-    taken = set(
-        Task.objects.filter(pk__startswith=f"{stem}{DUPLICATE_SUFFIX}").values_list("pk", flat=True)
-    )
-    candidate = f"{stem}{DUPLICATE_SUFFIX}"
-    n = 2
-    while candidate in taken:
-        candidate = f"{stem}{DUPLICATE_SUFFIX}-{n}"
-        n += 1
-    return candidate
 
 
 class QueueFilter(admin.SimpleListFilter):
@@ -457,13 +560,12 @@ class RunAdmin(admin.ModelAdmin):
         "short_id",
         "task_link",
         "status_badge",
-        "trigger",
-        "attempt",
-        "due_at",
-        "started_at",
+        "trigger_attempt",
+        "due",
+        "started",
         "lateness",
         "duration",
-        "worker",
+        "worker_name",
     )
     list_filter = (
         "status",
@@ -484,13 +586,13 @@ class RunAdmin(admin.ModelAdmin):
         "trigger",
         "attempt",
         "attempts",
-        "scheduled_for",
-        "due_at",
-        "expires_at",
-        "created_at",
-        "queued_at",
-        "started_at",
-        "finished_at",
+        "scheduled_for_time",
+        "due",
+        "expires",
+        "created",
+        "queued",
+        "started",
+        "finished",
         "lateness",
         "duration",
         "worker",
@@ -500,9 +602,6 @@ class RunAdmin(admin.ModelAdmin):
         "celery_result",
     )
     readonly_fields = fields
-
-    class Media:
-        css = {"all": ("tasks_app/admin.css",)}
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -529,17 +628,62 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="lateness", ordering="lateness_ms")
     def lateness(self, run: Run) -> str:
-        return _ms(run.lateness_ms)
+        return duration(run.lateness_ms)
 
     @admin.display(description="duration")
     def duration(self, run: Run) -> str:
-        return _ms(run.duration_ms)
+        return duration(run.duration_ms)
+
+    @admin.display(description="trigger", ordering="trigger")
+    def trigger_attempt(self, run: Run) -> str:
+        """One column for both, so the list fits 1,400 px: ``schedule``, ``retry · attempt 2``."""
+        return run.trigger if run.attempt <= 1 else f"{run.trigger} · attempt {run.attempt}"
+
+    @admin.display(description="scheduled for")
+    def scheduled_for_time(self, run: Run) -> SafeString | str:
+        return instant(run.scheduled_for)
+
+    @admin.display(description="due", ordering="due_at")
+    def due(self, run: Run) -> SafeString | str:
+        return instant(run.due_at)
+
+    @admin.display(description="expires")
+    def expires(self, run: Run) -> SafeString | str:
+        return instant(run.expires_at, empty="never")
+
+    @admin.display(description="created")
+    def created(self, run: Run) -> SafeString | str:
+        return instant(run.created_at)
+
+    @admin.display(description="queued")
+    def queued(self, run: Run) -> SafeString | str:
+        return instant(run.queued_at)
+
+    @admin.display(description="started", ordering="started_at")
+    def started(self, run: Run) -> SafeString | str:
+        return instant(run.started_at)
+
+    @admin.display(description="finished")
+    def finished(self, run: Run) -> SafeString | str:
+        return instant(run.finished_at)
+
+    @admin.display(description="worker", ordering="worker")
+    def worker_name(self, run: Run) -> SafeString | str:
+        if not run.worker:
+            return "-"
+        # Celery names workers ``name@host``: the host is what tells them apart at a glance.
+        return format_html(
+            '<span class="tasks-clip" title="{}">{}</span>',
+            run.worker,
+            run.worker.rpartition("@")[2],
+        )
 
     @admin.display(description="task", ordering="task__id")
     def task_link(self, run: Run) -> SafeString:
         return format_html(
-            "<a href='{}'>{}</a>",
+            "<a class='tasks-clip' href='{}' title='{}'>{}</a>",
             reverse("admin:tasks_app_task_change", args=[run.task_id]),
+            run.task_id,
             run.task_id,
         )
 
@@ -599,7 +743,7 @@ class RunAdmin(admin.ModelAdmin):
             "{}</table>",
             result.status,
             result.worker or "-",
-            result.date_done,
+            instant(result.date_done),
             result.result or "",
             format_html(
                 "<tr><th>traceback</th><td><pre class='tasks-output'>{}</pre></td></tr>",
@@ -650,29 +794,46 @@ class RunAdmin(admin.ModelAdmin):
     ) -> Any:
         extra = dict(extra_context or {})
         if object_id:
-            status = Run.objects.filter(pk=object_id).values_list("status", flat=True).first()
-            extra["can_cancel"] = status in (RunStatus.PENDING, RunStatus.QUEUED)
-            extra["can_retry"] = status in (
-                RunStatus.FAILED,
-                RunStatus.EXPIRED,
-                RunStatus.CANCELLED,
-            )
+            found = Run.objects.filter(pk=object_id).values_list("status", "task_id").first()
+            status, task_id = found or ("", "")
+            # Runs are read-only here: the page is the run, not a form to change it.
+            extra["title"] = f"Run {str(object_id)[:8]} of task {task_id}" if found else "Run"
+            extra["can_cancel"] = status in CANCELLABLE_RUN_STATUSES
+            extra["can_retry"] = status in RETRYABLE_RUN_STATUSES
         return super().changeform_view(request, object_id, form_url, extra)
 
-    @admin.action(description="Cancel", permissions=["change"])
+    @admin.action(description="Cancel (pending or queued runs)", permissions=["change"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        self._each(request, queryset, services.run_cancel, "cancelled")
+        self._each(request, queryset, services.run_cancel, "cancelled", CANCELLABLE_RUN_STATUSES)
 
-    @admin.action(description="Retry", permissions=["change"])
+    @admin.action(description="Retry (failed, expired or cancelled runs)", permissions=["change"])
     def retry(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        self._each(request, queryset, services.run_retry, "retried")
+        self._each(request, queryset, services.run_retry, "retried", RETRYABLE_RUN_STATUSES)
 
-    def _each(self, request: HttpRequest, queryset: QuerySet[Run], service: Any, verb: str) -> None:
-        done = 0
+    def _each(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Run],
+        service: Callable[..., Run],
+        verb: str,
+        offered: frozenset[str],
+    ) -> None:
+        """Apply ``service`` to the selected runs in ``offered`` statuses; the others are
+        counted and left alone, and the service's own refusal (a race) is reported."""
+        done, left = 0, 0
         for run in queryset.select_related("task"):
+            if run.status not in offered:
+                left += 1
+                continue
             try:
                 service(run=run)
                 done += 1
             except services.ConflictError as exc:
                 self.message_user(request, str(exc), messages.WARNING)
         self.message_user(request, f"{done} run(s) {verb}.", messages.SUCCESS)
+        if left:
+            self.message_user(
+                request,
+                f"{left} run(s) left alone: only {', '.join(sorted(offered))} runs can be {verb}.",
+                messages.WARNING,
+            )

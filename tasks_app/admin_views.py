@@ -1,17 +1,24 @@
-"""Admin pages beyond Django's CRUD: the schedule preview endpoint and the overview page.
+"""Admin pages beyond Django's CRUD, and how the admin shows things.
 
-Both are thin: the preview builds an unsaved :class:`Task` from the form's schedule fields
-and asks ``selectors.task_preview``; the overview renders ``overview.overview_get`` with two
-server-side SVG charts (no script, no CDN: the deployment may be offline).
+- **Presentation rules, one place each**: :func:`instant` (every instant in the admin:
+  ``2026-11-30 15:35:09 UTC``, to the second, in UTC; ``admin.js`` adds the viewer's local
+  time and "3 min ago" on hover), :func:`duration` (ms below a second, then s),
+  :func:`badge` (status colours live in ``admin.css`` only, charts included) and
+  :func:`next_run_state` (what "Next run" truthfully is for each kind of task).
+- **Endpoints**: the schedule preview and the payload check the task form calls as you type
+  (both answer JSON and save nothing), and the overview page with two server-side SVG
+  charts (no CDN: the deployment may be offline).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import json
+from datetime import UTC, datetime
 from typing import Any
 
 from cron_descriptor import get_description
 from django import forms
+from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -20,21 +27,95 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from . import overview, scheduling, selectors
-from .models import RunStatus, ScheduleType, Task
+from . import overview, scheduling, selectors, validation
+from .models import RECURRING, RunStatus, ScheduleType, Task
 
 PREVIEW_COUNT = 5
-STATUS_COLORS: dict[str, str] = {
-    RunStatus.COMPLETED: "#2e7d32",
-    RunStatus.RUNNING: "#1565c0",
-    RunStatus.QUEUED: "#6a1b9a",
-    RunStatus.PENDING: "#757575",
-    RunStatus.RETRYING: "#ef6c00",
-    RunStatus.FAILED: "#c62828",
-    RunStatus.EXPIRED: "#8d6e63",
-    RunStatus.CANCELLED: "#9e9e9e",
-    RunStatus.SKIPPED: "#bdbdbd",
-}
+INSTANT_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+# --- how values are shown ------------------------------------------------------------------
+
+
+def instant_text(value: datetime) -> str:
+    """``2026-11-30 15:35:09 UTC``: the one text form of an instant in the admin."""
+    return f"{value.astimezone(UTC):{INSTANT_FORMAT}} UTC"
+
+
+def instant(value: datetime | None, *, empty: str = "-") -> SafeString | str:
+    """An instant as a ``<time>`` element: UTC text to the second, ISO in ``datetime`` for
+    ``admin.js``, which puts the viewer's local time and the relative time in the tooltip."""
+    if value is None:
+        return empty
+    return format_html(
+        '<time class="tasks-time" datetime="{}" title="{}">{}</time>',
+        value.astimezone(UTC).isoformat(),
+        instant_text(value),
+        instant_text(value),
+    )
+
+
+def duration(ms: float | int | None) -> str:
+    """Lateness and duration: ``850 ms``, ``2.40 s``, ``95.3 s``, ``1520 s``."""
+    if ms is None:
+        return "-"
+    if abs(ms) < 1000:
+        return f"{ms:.0f} ms"
+    seconds = ms / 1000
+    if abs(seconds) < 10:
+        return f"{seconds:.2f} s"
+    return f"{seconds:.1f} s" if abs(seconds) < 100 else f"{seconds:.0f} s"
+
+
+def badge(status: str) -> SafeString:
+    """A status badge; its colour comes from ``admin.css`` (``.tasks-<status>``)."""
+    return format_html('<span class="tasks-badge tasks-{}">{}</span>', status, status)
+
+
+def next_run_state(
+    task: Task, *, now: datetime | None = None, compact: bool = False
+) -> SafeString | str:
+    """What "Next run" truthfully is.
+
+    ``next_run_at`` is what beat will fire next; after downtime or a resume it can be an
+    instant in the past until beat's next tick applies the catch-up policy. Then the next
+    fire from now is shown, with the missed one and what the policy does with it. A task
+    without a recurring schedule has no fires: its next run is its earliest waiting run.
+    """
+    now = now or timezone.now()
+    if task.paused:
+        return "none: paused" if compact else "none while paused (resume to continue)"
+    if task.schedule_type not in RECURRING:
+        if task.next_run_at is None:
+            return "none waiting" if task.schedule_type == ScheduleType.NONE else "none planned"
+        if task.next_run_at <= now:
+            return format_html("{}, due now: a worker takes it next", instant(task.next_run_at))
+        return instant(task.next_run_at)
+    if task.next_run_at is None:
+        return "none planned"
+    if task.next_run_at > now:
+        return instant(task.next_run_at)
+    try:
+        upcoming = selectors.task_preview(task=task, count=1, now=now)
+    except (scheduling.CronError, scheduling.ZoneError, ValueError):
+        upcoming = []
+    replay = "replays it now" if task.catchup != "skip" else "skips it"
+    if compact:  # a list cell: the upcoming fire, the missed one on hover
+        return format_html(
+            '{} <span class="tasks-muted" title="the fire of {} was missed; catch-up {} {}">'
+            "(1 missed)</span>",
+            instant(upcoming[0].utc) if upcoming else "none planned",
+            instant_text(task.next_run_at),
+            task.catchup,
+            replay,
+        )
+    return format_html(
+        '{} <span class="tasks-muted">(the fire of {} was missed; catch-up "{}" {})</span>',
+        instant(upcoming[0].utc) if upcoming else "none planned",
+        instant(task.next_run_at),
+        task.catchup,
+        replay,
+    )
 
 
 # --- schedule in words and preview ---------------------------------------------------------
@@ -64,11 +145,12 @@ def schedule_in_words(task: Task) -> str:
         return (
             f"Once, at {task.run_at:%Y-%m-%d %H:%M:%S %Z}" if task.run_at else "Once (no time set)"
         )
-    return "On demand: Run now, a delay, or the API"
+    return "On demand: no schedule, it runs when asked (Run now, a delay, the API, the CLI)"
 
 
 def _fire_text(moment: datetime) -> str:
-    return f"{moment:%a %Y-%m-%d %H:%M:%S} {moment.tzname()}"
+    """A fire in its own zone, as :func:`instant_text` writes UTC, with the weekday."""
+    return f"{moment:{INSTANT_FORMAT}} {moment.tzname()} ({moment:%a})"
 
 
 def preview_of(task: Task, *, now: datetime | None = None) -> dict[str, Any]:
@@ -131,7 +213,8 @@ def preview_view(request: HttpRequest) -> JsonResponse:
             data[f"{name}_0"], data[f"{name}_1"] = "", ""
     form = PreviewForm(data)
     if not form.is_valid():
-        return JsonResponse({"errors": form.errors.get_json_data(escape_html=True)}, status=400)
+        # Plain text: the page puts messages in with ``textContent``, never as HTML.
+        return JsonResponse({"errors": form.errors.get_json_data()}, status=400)
     values = form.cleaned_data
     task = Task(
         schedule_type=values["schedule_type"],
@@ -142,6 +225,26 @@ def preview_view(request: HttpRequest) -> JsonResponse:
         end_at=values.get("end_at"),
     )
     return JsonResponse(preview_of(task))
+
+
+def payload_check_view(request: HttpRequest) -> JsonResponse:
+    """``POST /admin/tasks_app/task/payload-check/`` with ``action`` and ``payload`` (JSON
+    text): ``{"ok": bool, "errors": [message]}`` from the very check a save runs
+    (``validation.validate_task``: the action's schema, then its own rules such as refused
+    addresses). The task form calls it as you type; nothing is saved."""
+    if request.method != "POST":
+        return JsonResponse({"error": "POST action and payload"}, status=405)
+    try:
+        payload = json.loads(request.POST.get("payload") or "{}")
+    except json.JSONDecodeError as exc:
+        return JsonResponse({"ok": False, "errors": [f"not valid JSON: {exc}"]})
+    task = Task(action=request.POST.get("action", ""), payload=payload)
+    try:
+        validation.validate_task(task)
+    except ValidationError as exc:
+        errors = [m for field in ("action", "payload") for m in exc.message_dict.get(field, [])]
+        return JsonResponse({"ok": not errors, "errors": errors})
+    return JsonResponse({"ok": True, "errors": []})
 
 
 # --- overview ------------------------------------------------------------------------------
@@ -164,7 +267,7 @@ def svg_runs_per_minute(per_minute: list[tuple[datetime, dict[str, int]]]) -> Sa
             y -= h
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(bar - 1, 1):.1f}" height="{h:.1f}" '
-                f'fill="{STATUS_COLORS[status]}"><title>{minute:%H:%M} {status}: {n}</title></rect>'
+                f'class="tasks-{status}"><title>{minute:%H:%M} UTC {status}: {n}</title></rect>'
             )
     return _svg(
         width,
@@ -186,7 +289,7 @@ def svg_lateness(points: list[overview.MinuteLateness], minutes: list[datetime])
     index = {m: i for i, m in enumerate(minutes)}
     step = (width - pad) / max(len(minutes), 1)
     parts: list[str] = []
-    for attr, colour in (("p99_ms", "#c62828"), ("p50_ms", "#1565c0")):
+    for attr, line in (("p99_ms", "tasks-p99"), ("p50_ms", "tasks-p50")):
         coords = []
         for p in points:
             i = index.get(p.minute.replace(second=0, microsecond=0))
@@ -196,12 +299,13 @@ def svg_lateness(points: list[overview.MinuteLateness], minutes: list[datetime])
             y = height - pad - getattr(p, attr) / peak * (height - 2 * pad)
             coords.append(f"{x:.1f},{y:.1f}")
             parts.append(
-                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{colour}"><title>'
-                f"{p.minute:%H:%M} {attr[:3]} {getattr(p, attr):.1f} ms ({p.count} runs)</title></circle>"
+                f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" class="{line}"><title>'
+                f"{p.minute:%H:%M} UTC {attr[:3]} {duration(getattr(p, attr))} ({p.count} runs)"
+                "</title></circle>"
             )
         if coords:
             parts.append(
-                f'<polyline fill="none" stroke="{colour}" stroke-width="1.5" '
+                f'<polyline class="{line}" fill="none" stroke-width="1.5" '
                 f'points="{" ".join(coords)}"/>'
             )
     return _svg(
@@ -255,19 +359,16 @@ def _svg(
 
 
 def status_legend() -> SafeString:
-    return format_html_join(
-        " ",
-        '<span class="tasks-badge" style="background:{}">{}</span>',
-        ((STATUS_COLORS[s], s) for s in overview.CHART_STATUSES),
-    )
+    return format_html_join(" ", "{}", ((badge(s),) for s in overview.CHART_STATUSES))
 
 
 def overview_view(request: HttpRequest) -> HttpResponse:
     """``/admin/overview/``: what is happening now, for the operator on call."""
     data = overview.overview_get(with_health=False)
-    # Health waits up to a second for worker pings: render it when cached, else the page
-    # fetches it from ``health/`` after it has been shown.
-    data.health = overview.health_cached() or {}
+    # The worker ping waits its whole timeout for replies: unless a fresh result is cached,
+    # the page shows the four quick checks at once and fetches the workers' row after.
+    cached = overview.health_cached()
+    data.health = cached or overview.health_get(quick=True)
     minutes = [m for m, _ in data.per_minute]
     context = {
         **admin.site.each_context(request),
@@ -277,6 +378,8 @@ def overview_view(request: HttpRequest) -> HttpResponse:
         "runs_chart": svg_runs_per_minute(data.per_minute),
         "lateness_chart": svg_lateness(data.lateness, minutes),
         "legend": status_legend(),
+        "health_complete": cached is not None,
+        "worker_timeout": settings.TASKS_HEALTH_WORKER_TIMEOUT_SECONDS,
         "now": timezone.now(),
     }
     return TemplateResponse(request, "tasks_app/overview.html", context)
@@ -285,12 +388,3 @@ def overview_view(request: HttpRequest) -> HttpResponse:
 def overview_health_view(request: HttpRequest) -> JsonResponse:
     """``/admin/overview/health/``: the health table's data (refreshed at most every 10 s)."""
     return JsonResponse({"health": overview.health_get()})
-
-
-def badge(status: str) -> SafeString:
-    return format_html(
-        '<span class="tasks-badge tasks-{}" style="background:{}">{}</span>',
-        status,
-        STATUS_COLORS.get(status, "#607d8b"),
-        status,
-    )

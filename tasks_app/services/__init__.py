@@ -9,10 +9,11 @@ Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``schedule
 task's schedule, next fire and beat entry), ``run_create`` (new runs and attempts),
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
 cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing`` (recurring
-fires recorded by beat), ``alarms`` (missed-run alarms), ``audit``, ``errors``.
+fires recorded by beat), ``alarms`` (missed-run alarms), ``duplicate``, ``audit``, ``errors``.
 """
 
 from .alarms import alarms_check
+from .duplicate import task_duplicate
 from .errors import ConflictError
 from .firing import schedule_fire_due
 from .retry_policy import retry_delay
@@ -65,6 +66,7 @@ __all__ = [
     "task_create",
     "task_create_with_run",
     "task_delete",
+    "task_duplicate",
     "task_execute",
     "task_pause",
     "task_resume",

@@ -74,7 +74,9 @@ def test_health_endpoint_reports_each_component_and_the_page_shows_it(operator) 
 
     cache.delete(overview.HEALTH_CACHE_KEY)
     cold = operator.get(reverse(URL)).content.decode()
-    assert 'data-state="loading"' in cold  # the page does not wait for worker pings
+    assert 'data-state="loading"' in cold  # the page does not wait for worker pings...
+    assert "<th>database</th>" in cold and "<th>beat</th>" in cold  # ...but shows the rest
+    assert "waiting for worker replies" in cold and "checking" not in cold
     health = operator.get(reverse("tasks-overview-health")).json()["health"]
     assert list(health) == ["database", "broker", "cache", "beat", "workers"]
     assert health["database"]["ok"] and health["cache"]["ok"] and health["broker"]["ok"], health
@@ -110,3 +112,24 @@ def test_overview_query_count_does_not_grow_with_tasks(
 
 def test_overview_needs_staff(client) -> None:
     assert client.get(reverse(URL)).status_code == 302
+
+
+def test_beat_health_reads_as_words_with_the_tick_to_the_second() -> None:
+    from django.core.cache import cache
+
+    from tasks_app import health
+
+    tick = timezone.now() - timedelta(seconds=2)
+    health.record_beat_tick(tick)
+    cache.delete(overview.HEALTH_CACHE_KEY)
+    beat = overview.health_get(quick=True)["beat"]
+    assert beat["ok"]
+    assert beat["detail"].startswith(f"last tick {tick:%Y-%m-%d %H:%M:%S} UTC, 2.")
+    assert beat["detail"].endswith(" s ago") and "age_seconds" not in beat["detail"]
+    assert "workers" not in overview.health_get(quick=True)  # the slow ping is left out
+
+
+def test_lateness_legend_is_outside_the_dark_header(operator) -> None:
+    page = operator.get(reverse(URL)).content.decode()
+    header = page.split('id="chart-lateness"')[1].split("</h2>")[0]
+    assert "p50" not in header and 'class="tasks-legend"' in page

@@ -55,16 +55,19 @@ def test_filters_by_status_action_trigger_and_queue(operator) -> None:
     assert listed(operator, queue="slow") == {str(failed.pk)}
 
 
-def test_list_shows_due_started_lateness_duration_attempt(operator) -> None:
+def test_list_shows_trigger_due_started_lateness_duration_worker(operator) -> None:
     run = finished(
         services.task_execute(task=services.task_create(id="cols", action="noop")),
         RunStatus.COMPLETED,
     )
     page = operator.get(reverse(LIST)).content.decode()
-    for header in ("due at", "started at", "lateness", "duration", "attempt"):
-        assert header in page.lower()
-    assert "12 ms" in page and "2000 ms" in page
+    for header in ("trigger", "due", "started", "lateness", "duration", "worker"):
+        assert f">{header}</a>" in page.lower() or f">{header}</span>" in page.lower(), header
+    assert "12 ms" in page and "2.00 s" in page  # ms below a second, then seconds
     assert str(run.pk)[:8] in page
+    # Instants to the second, in UTC, with the ISO instant for the local-time tooltip.
+    assert f">{run.due_at:%Y-%m-%d %H:%M:%S} UTC</time>" in page
+    assert f'datetime="{run.started_at.isoformat()}"' in page
 
 
 def test_run_page_shows_output_truncation_error_celery_result_and_attempt_links(operator) -> None:
@@ -112,3 +115,25 @@ def test_cancel_and_retry_buttons_go_through_the_services(operator) -> None:
     assert "only pending or queued runs can be cancelled" in response.content.decode()
     done.refresh_from_db()
     assert done.status == RunStatus.COMPLETED
+
+
+def test_run_page_is_titled_as_a_run_and_list_actions_skip_what_they_cannot_do(operator) -> None:
+    task = services.task_create(id="titled", action="noop")
+    waiting = services.task_schedule_once(task=task, delay_seconds=3600)
+    done = finished(services.task_execute(task=task), RunStatus.COMPLETED)
+    page = operator.get(reverse("admin:tasks_app_run_change", args=[done.pk])).content.decode()
+    assert f"<h1>Run {str(done.pk)[:8]} of task titled</h1>" in page
+    assert "Change run" not in page
+    assert 'id="btn-cancel"' not in page and 'id="btn-retry"' not in page  # completed: neither
+
+    response = operator.post(
+        reverse(LIST),
+        {"action": "cancel", "_selected_action": [str(waiting.pk), str(done.pk)]},
+        follow=True,
+    )
+    texts = [str(m) for m in response.context["messages"]]
+    assert "1 run(s) cancelled." in texts
+    assert "1 run(s) left alone: only pending, queued runs can be cancelled." in texts
+    waiting.refresh_from_db()
+    done.refresh_from_db()
+    assert (waiting.status, done.status) == (RunStatus.CANCELLED, RunStatus.COMPLETED)

@@ -107,12 +107,84 @@ def test_add_form_shows_service_errors_next_to_the_field(operator, field, value,
     assert not Task.objects.filter(pk="bad-one").exists()
 
 
-def test_run_now_button_creates_an_admin_run(operator) -> None:
+def test_run_now_button_creates_an_admin_run_and_says_its_status(operator) -> None:
     task = services.task_create(id="button-run", action="noop")
     response = operator.post(reverse("admin:tasks_app_task_run_now", args=[task.pk]))
     assert response.status_code == 302 and response["Location"] == change_url(task)
     run = Run.objects.get(task=task)
     assert run.trigger == Trigger.ADMIN
+    page = operator.get(change_url(task)).content.decode()
+    # The test's transaction never commits, so the run is not published: it is pending,
+    # and the message says so rather than "started".
+    assert f"is {run.status}" in page and "started" not in page.split("messagelist")[1][:400]
+
+
+def test_payload_check_runs_the_save_time_validation(operator) -> None:
+    url = reverse("admin:tasks_app_task_payload_check")
+
+    def check(action: str, payload: str) -> dict:
+        response = operator.post(url, {"action": action, "payload": payload})
+        assert response.status_code == 200
+        return response.json()
+
+    assert check("http", '{"url": "https://hooks.example.com/x"}') == {"ok": True, "errors": []}
+    refused = check("http", '{"url": "ftp://files.example.com/x"}')
+    assert not refused["ok"] and refused["errors"][0].startswith("does not fit action 'http': url")
+    missing = check("email", '{"to": "ops@example.com"}')
+    assert any("subject" in e for e in missing["errors"]), missing
+    assert check("echo", '{"message": ')["errors"][0].startswith("not valid JSON")
+    unknown = check("launch-rocket", "{}")
+    assert "unknown action 'launch-rocket'" in unknown["errors"][0]
+    assert operator.get(url).status_code == 405
+
+
+def test_payload_check_needs_a_staff_login(client) -> None:
+    response = client.post(reverse("admin:tasks_app_task_payload_check"), {"action": "noop"})
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_task_form_offers_actions_with_descriptions_and_their_schemas(operator) -> None:
+    response = operator.get(reverse("admin:tasks_app_task_add"))
+    page = response.content.decode()
+    assert '<option value="http">http — Sends an HTTP request' in page
+    schemas = response.context["action_schemas"]
+    assert schemas["email"]["schema"]["required"] == ["to", "subject", "body"]
+    assert 'id="tasks-action-schemas"' in page and "payload_form.js" in page
+
+
+def test_preview_errors_are_plain_text_not_html_entities(operator) -> None:
+    response = operator.get(
+        reverse("admin:tasks_app_task_preview"),
+        {"schedule_type": "interval", "timezone": "UTC"},
+    )
+    message = response.json()["errors"]["interval_seconds"][0]["message"]
+    assert message == "is required for an 'interval' schedule"  # not &#x27;interval&#x27;
+
+
+def test_next_run_is_truthful_after_a_missed_fire_when_paused_and_on_demand(operator) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tasks_app.admin_views import next_run_state
+
+    now = timezone.now()
+    task = services.task_create(
+        id="every-minute", action="noop", schedule_type="interval", interval_seconds=60
+    )
+    missed = now - timedelta(seconds=30)
+    task.next_run_at = missed
+    text = str(next_run_state(task, now=now))
+    assert f"{missed:%Y-%m-%d %H:%M:%S} UTC" in text and "was missed" in text
+    assert 'catch-up "skip" skips it' in text
+    upcoming = re.findall(r">(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) UTC<", text)[0]
+    assert datetime.fromisoformat(upcoming + "+00:00") > now  # what is shown first is ahead
+    task.paused = True
+    assert next_run_state(task, now=now) == "none while paused (resume to continue)"
+    on_demand = services.task_create(id="by-hand", action="noop")
+    assert next_run_state(on_demand, now=now) == "none waiting"
+    page = operator.get(change_url(on_demand)).content.decode()
+    assert "no fires: runs only when asked" in page and "no upcoming fire" not in page
 
 
 def test_pause_button_requires_a_note_and_records_who_and_why(operator) -> None:

@@ -27,6 +27,9 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCREENS = Path(__file__).resolve().parents[2] / "bench" / "results" / "screens"
+# The screenshots the README shows are taken by tests/browser/test_admin_pages.py.
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+WIDE = {"width": 1400, "height": 900}  # the width the admin must fit without scrolling
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +59,16 @@ def browser() -> Iterator[object]:
 @pytest.fixture
 def page(browser) -> Iterator[object]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def wide_page(browser) -> Iterator[object]:
+    """A 1,400 px wide window in UTC+1 (Europe/Paris), so local-time tooltips differ from UTC."""
+    context = browser.new_context(viewport=WIDE, timezone_id="Europe/Paris", locale="en-GB")
     page = context.new_page()
     page.set_default_timeout(15_000)
     yield page

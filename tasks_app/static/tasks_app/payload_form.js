@@ -1,0 +1,205 @@
+/* Task page: the action's payload as a form generated from its JSON Schema (JSON Editor,
+   vendored under vendor/), with the raw JSON box one click away. The textarea stays the
+   field that is submitted: the form writes into it. As you type, the payload is sent to
+   payload-check/, which runs the very validation a save runs, and its verdict is shown
+   under the form (the server stays the authority). */
+(function () {
+  "use strict";
+  var editor = null;
+  var ready = false;  // JSON Editor builds itself asynchronously: no get/set before "ready"
+  var mode = "form";
+  var timer = null;
+  var seq = 0;
+  var touched = false;  // a new, empty payload is not judged before the operator types
+
+  function byId(id) { return document.getElementById(id); }
+
+  function make(tag, attrs, text) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text) { node.textContent = text; }
+    return node;
+  }
+
+  function parse(text) {
+    try { return { value: JSON.parse(text || "{}") }; } catch (e) { return { error: e.message }; }
+  }
+
+  function csrf() {
+    var input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : "";
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var textarea = byId("id_payload");
+    var select = byId("id_action");
+    var data = byId("tasks-action-schemas");
+    if (!textarea || !select || !data || !window.JSONEditor) { return; }
+    var schemas = JSON.parse(data.textContent);
+
+    var description = make("p", { id: "action-description", "class": "tasks-action-description" });
+    var anchor = select.closest(".flex-container") || select;
+    anchor.parentNode.insertBefore(description, anchor.nextSibling);
+
+    var box = make("div", { id: "payload-editor", "class": "tasks-payload", "data-state": "loading" });
+    var tabs = make("div", { "class": "tasks-payload-tabs", role: "tablist" });
+    var formTab = make("button", { type: "button", id: "payload-mode-form", role: "tab" }, "Form");
+    var rawTab = make("button", { type: "button", id: "payload-mode-raw", role: "tab" }, "Raw JSON");
+    tabs.appendChild(formTab);
+    tabs.appendChild(rawTab);
+    var holder = make("div", { id: "payload-form", "class": "tasks-payload-form" });
+    var verdict = make("div", { id: "payload-verdict", "class": "tasks-payload-verdict", "aria-live": "polite" });
+    textarea.parentNode.insertBefore(box, textarea);
+    box.appendChild(tabs);
+    box.appendChild(holder);
+    box.appendChild(textarea);
+    box.appendChild(verdict);
+
+    function showVerdict(ok, errors) {
+      verdict.innerHTML = "";
+      box.setAttribute("data-state", ok ? "valid" : "invalid");
+      if (ok) {
+        verdict.appendChild(make("p", { "class": "tasks-payload-ok" }, "✓ The payload fits the action."));
+        return;
+      }
+      var list = make("ul", { "class": "errorlist" });
+      errors.forEach(function (m) { list.appendChild(make("li", {}, m)); });
+      verdict.appendChild(list);
+    }
+
+    function check() {
+      clearTimeout(timer);
+      box.setAttribute("data-state", "checking");
+      timer = setTimeout(function () {
+        var mine = ++seq;
+        var body = new URLSearchParams();
+        body.set("action", select.value);
+        body.set("payload", textarea.value);
+        box.setAttribute("data-state", "checking");
+        fetch(window.tasksPayloadCheckUrl, {
+          method: "POST", credentials: "same-origin", body: body,
+          headers: { "X-CSRFToken": csrf(), "Accept": "application/json" }
+        }).then(function (r) { return r.json(); })
+          .then(function (res) { if (mine === seq) { showVerdict(res.ok, res.errors || []); } })
+          .catch(function () { if (mine === seq) { box.setAttribute("data-state", "error"); } });
+      }, 250);
+    }
+
+    function setMode(next) {
+      if (next === "form") {
+        var parsed = parse(textarea.value);
+        if (parsed.error) { showVerdict(false, ["not valid JSON: " + parsed.error]); return; }
+        if (editor && ready) { editor.setValue(parsed.value); }
+      }
+      mode = next;
+      box.setAttribute("data-mode", mode);
+      formTab.setAttribute("aria-selected", String(mode === "form"));
+      rawTab.setAttribute("aria-selected", String(mode === "raw"));
+      holder.hidden = mode !== "form" || !editor || !ready;
+      textarea.hidden = mode !== "raw";
+    }
+
+    function typed(schema) {
+      // An "enum" without a "type" would get a type switcher: give it its values' type.
+      if (!schema || typeof schema !== "object") { return schema; }
+      var copy = Object.assign({}, schema);
+      if (Array.isArray(copy["enum"]) && !copy.type) {
+        var kinds = copy["enum"].map(function (v) { return typeof v; });
+        if (kinds.every(function (k) { return k === kinds[0]; })) { copy.type = kinds[0]; }
+      }
+      if (copy.properties) {
+        copy.properties = Object.assign({}, copy.properties);
+        Object.keys(copy.properties).forEach(function (k) {
+          copy.properties[k] = typed(copy.properties[k]);
+        });
+      }
+      return copy;
+    }
+
+    function fitting(value, schema) {
+      // Keep what the new action's schema knows about when the action changes.
+      if (!value || typeof value !== "object" || Array.isArray(value)) { return {}; }
+      var props = (schema && schema.properties) || null;
+      if (!props) { return value; }
+      var kept = {};
+      Object.keys(value).forEach(function (k) { if (k in props) { kept[k] = value[k]; } });
+      return kept;
+    }
+
+    function build(keepValue) {
+      var entry = schemas[select.value];
+      description.textContent = entry ? entry.description : "";
+      if (editor) { editor.destroy(); editor = null; }
+      ready = false;
+      holder.innerHTML = "";
+      if (!entry) {
+        setMode("raw");
+        if (select.value) { check(); }  // an action no longer registered: say so
+        return;
+      }
+      var parsed = parse(textarea.value);
+      var start = parsed.error ? {} : (keepValue ? parsed.value : fitting(parsed.value, entry.schema));
+      var schema = typed(entry.schema);
+      var pristine = !textarea.value.trim() || textarea.value.trim() === "{}";
+      editor = new window.JSONEditor(holder, {
+        schema: schema,
+        startval: start,
+        theme: "html",
+        iconlib: null,
+        disable_collapse: true,
+        disable_edit_json: true,
+        disable_properties: true,
+        disable_array_delete_all_rows: true,
+        disable_array_delete_last_row: true,
+        show_opt_in: true,
+        no_additional_properties: true,
+        prompt_before_delete: false,
+        show_errors: "change",
+        form_name_root: "payload_form"
+      });
+      var wasRaw = mode === "raw";
+      editor.on("ready", function () {
+        ready = true;
+        if (!entry.schema.properties) {
+          holder.appendChild(make("p", { "class": "tasks-muted" },
+            "This action's schema names no fields: edit the payload as raw JSON."));
+        }
+        if (parsed.error) {
+          setMode("raw");
+          showVerdict(false, ["not valid JSON: " + parsed.error]);
+        } else {
+          mode = "raw";  // setMode("form") below reads the box into the form
+          setMode(wasRaw && keepValue ? "raw" : "form");
+        }
+        if (mode === "form") { textarea.value = JSON.stringify(editor.getValue(), null, 2); }
+        if (!pristine) { check(); }  // a new payload is judged once something is typed
+      });
+      editor.on("change", function () {
+        if (!ready) { return; }
+        if (mode === "form") {
+          textarea.value = JSON.stringify(editor.getValue(), null, 2);
+        }
+        if (touched || !pristine) { check(); }
+      });
+    }
+
+    ["input", "change"].forEach(function (type) {
+      holder.addEventListener(type, function () { touched = true; }, true);
+    });
+    // JSON Editor reads a field on "change" (when it loses focus); pass each keystroke on,
+    // so the raw JSON and the verdict follow the typing.
+    holder.addEventListener("input", function (event) {
+      var field = event.target;
+      if (field.matches("input[type=text], input[type=number], input:not([type]), textarea")) {
+        field.dispatchEvent(new Event("change", { bubbles: true }));
+      }
+    });
+    formTab.addEventListener("click", function () { setMode("form"); });
+    rawTab.addEventListener("click", function () { setMode("raw"); });
+    textarea.addEventListener("input", function () {
+      if (mode === "raw") { check(); }
+    });
+    select.addEventListener("change", function () { build(false); });
+    build(true);
+  });
+})();
