@@ -50,6 +50,8 @@ from typing import Any
 
 import psycopg
 
+from project.embedded import alive
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "hammer.json"
 PASSWORD = "hammer-password-not-secret"
@@ -62,17 +64,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:

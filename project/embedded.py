@@ -130,7 +130,7 @@ class EmbeddedPostgres:
         except ProcessLookupError:
             return
         notice = time.monotonic() + 10
-        while _alive(pid):
+        while alive(pid):
             time.sleep(0.05)
             if time.monotonic() > notice:
                 say(f"still waiting for Postgres (pid {pid}) to shut down")
@@ -266,7 +266,7 @@ def run(environ: dict[str, str]) -> int:
         failed: list[str] = []
         while not stop.wait(0.2):
             gone = [c for c in children if c.popen.poll() is not None]
-            if server is not None and not _alive(server.pid):
+            if server is not None and not alive(server.pid):
                 failed.append("postgres exited")
             failed += [f"{c.name} exited with status {c.popen.returncode}" for c in gone]
             if failed:
@@ -305,7 +305,7 @@ def _gunicorn_major() -> int:
     return int(version("gunicorn").split(".")[0])
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie does not: nothing may be there to reap it)."""
     try:
         os.kill(pid, 0)

@@ -168,6 +168,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Instants to the second in one form on every admin page (project/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["project.formats"]
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))

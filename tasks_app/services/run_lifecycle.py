@@ -130,7 +130,9 @@ def _claim_refused(run_id: uuid.UUID, *, worker: str, now: datetime) -> Run | No
     with transaction.atomic():
         if not _overlap_allows(run, now=now):
             return None
-        return _claim(run.pk, worker=worker, now=now, overlap_checked=True)
+        # The start is read after the task's lock was granted: the run that held it may have
+        # finished meanwhile, and this run must not appear to have started before that.
+        return _claim(run.pk, worker=worker, now=timezone.now(), overlap_checked=True)
 
 
 def _hold_for_pause(run: Run, *, now: datetime) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from project.embedded import alive
 from tests.processes import ROOT, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -99,17 +100,6 @@ def repository_state() -> set[str]:
         for line in out.splitlines()
         if "__pycache__" not in line and not line[3:].startswith((".venv", "staticfiles/"))
     }
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
 def test_make_run_is_the_embedded_stack_end_to_end(tmp_path: Path) -> None:
