@@ -11,6 +11,7 @@ import pytest
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
+from tests.processes import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 MESSAGE = "hello from the browser"
@@ -86,10 +87,11 @@ def test_operator_creates_runs_watches_and_pauses_a_cron_task(
         id="browser-broken", action="fail", payload={"message": "upstream 503"}
     )
     failed = services.task_execute(task=broken)
-    deadline = time.monotonic() + 30
-    while Run.objects.get(pk=failed.pk).status != RunStatus.FAILED:
-        assert time.monotonic() < deadline
-        time.sleep(0.3)
+    wait_until(
+        lambda: Run.objects.get(pk=failed.pk).status == RunStatus.FAILED,
+        timeout=30,
+        message="the failing run to fail",
+    )
 
     # Pause with a note; the note is on the overview.
     page.goto(f"{base}/admin/tasks_app/task/browser-cron/change/")

@@ -18,7 +18,7 @@ from django.utils import timezone
 from tasks_app import services
 from tasks_app.management.commands.tasks import duration, relative
 from tasks_app.models import Run, Task, TaskAuditEntry
-from tests.processes import ROOT, process_env
+from tests.processes import ROOT, process_env, wait_until
 
 
 def tasks(*args: str) -> object:
@@ -93,10 +93,11 @@ def test_seed_workflow_with_json(worker) -> None:
     assert tasks("update", "my-task-1", "--name", "Renamed")["name"] == "Renamed"
     now_run = tasks("execute", "my-task-1")
     assert now_run["trigger"] == "cli"
-    deadline = time.monotonic() + 20
-    while Run.objects.get(pk=now_run["id"]).status != "completed" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert Run.objects.get(pk=now_run["id"]).status == "completed"
+    wait_until(
+        lambda: Run.objects.get(pk=now_run["id"]).status == "completed",
+        timeout=20,
+        message="the run to complete",
+    )
     assert len(tasks("runs", "my-task-1")) == 2
 
     assert tasks("delete", "my-task-1") == {"id": "my-task-1", "deleted": True}
