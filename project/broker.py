@@ -40,6 +40,7 @@ beat's recovery (``TASKS_REQUEUE_AFTER_SECONDS``, docs/reliability.md).
 
 from __future__ import annotations
 
+import threading
 import time
 from json import dumps, loads
 from queue import Empty
@@ -75,7 +76,24 @@ def engine_url(url: str) -> str:
 
 
 class Channel(kombu_sqlalchemy.Channel):
+    """The channel's SQLAlchemy session is used by one thread at a time: a worker's event loop
+    takes messages while its pool's result thread hands rejected ones back (``_put``); two
+    threads in one session crashed the worker (``IllegalStateChangeError``)."""
+
     _queue_ids: dict[str, int]
+
+    @property
+    def _session_lock(self) -> threading.RLock:
+        lock: threading.RLock = self.__dict__.setdefault("_lock", threading.RLock())
+        return lock
+
+    def _new_queue(self, queue: str, **kwargs: Any) -> None:
+        with self._session_lock:
+            super()._new_queue(queue, **kwargs)
+
+    def _size(self, queue: str) -> int:
+        with self._session_lock:
+            return int(super()._size(queue))
 
     def _engine_from_config(self) -> Any:
         conninfo = self.connection.client
@@ -105,14 +123,15 @@ class Channel(kombu_sqlalchemy.Channel):
             f"INSERT INTO {self.message_tablename} (id, queue_id, visible, payload, version) "  # noqa: S608
             "VALUES (nextval('message_id_sequence'), :queue_id, true, :payload, 1)"
         )
-        try:
-            self.session.execute(
-                statement, {"queue_id": self._queue_id(queue), "payload": dumps(payload)}
-            )
-            self.session.commit()
-        except Exception:
-            self.session.rollback()
-            raise
+        with self._session_lock:
+            try:
+                self.session.execute(
+                    statement, {"queue_id": self._queue_id(queue), "payload": dumps(payload)}
+                )
+                self.session.commit()
+            except Exception:
+                self.session.rollback()
+                raise
 
     def _get(self, queue: str, timeout: Any = None) -> Any:
         table = self.message_tablename
@@ -121,12 +140,13 @@ class Channel(kombu_sqlalchemy.Channel):
             f"SELECT id FROM {table} WHERE queue_id = :queue_id AND visible "
             "ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING payload"
         )
-        try:
-            row = self.session.execute(statement, {"queue_id": self._queue_id(queue)}).first()
-            self.session.commit()
-        except Exception:
-            self.session.rollback()
-            raise
+        with self._session_lock:
+            try:
+                row = self.session.execute(statement, {"queue_id": self._queue_id(queue)}).first()
+                self.session.commit()
+            except Exception:
+                self.session.rollback()
+                raise
         if row is None:
             self.connection.queue_was_empty = True
             raise Empty()
@@ -145,8 +165,9 @@ class Channel(kombu_sqlalchemy.Channel):
                 session.close()
 
     def _purge(self, queue: str) -> int:
-        self.__dict__.pop("_queue_ids", None)
-        return int(super()._purge(queue))
+        with self._session_lock:
+            self.__dict__.pop("_queue_ids", None)
+            return int(super()._purge(queue))
 
 
 class Transport(kombu_sqlalchemy.Transport):
