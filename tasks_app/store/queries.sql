@@ -24,7 +24,10 @@ RETURNING t.id;
 -- queued -> running, within the run's deadline, for an unpaused task (or a run a person
 -- asked for), when the task's overlap policy is allow or the caller has checked it under
 -- the task's lock (overlap_checked). The task becomes running; it is written only if that
--- changes something. Returns the run and its task.
+-- changes something. Its next_run_at is computed from the task row being updated (t in
+-- task_running), never from the row the claim read: beat may have advanced a recurring
+-- task's next fire in between, and writing back the value read would make beat record
+-- the same fires again. Returns the run and its task.
 WITH claimed AS (
     UPDATE tasks_app_run AS r
        SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s,
@@ -35,14 +38,14 @@ WITH claimed AS (
        AND (NOT t.paused OR r.trigger = ANY(%(explicit_triggers)s))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
- RETURNING {run_fields:r}, {task_fields:t},
-           tasks_app_next_run_at(t, r.id, NULL) AS next_run_at_after
+ RETURNING {run_fields:r}, {task_fields:t}
 ), task_running AS (
     UPDATE tasks_app_task AS t
-       SET status = 'running', next_run_at = c.next_run_at_after
+       SET status = 'running', next_run_at = tasks_app_next_run_at(t, c.r_id, NULL)
       FROM claimed AS c
      WHERE t.id = c.r_task_id AND NOT t.paused
-       AND (t.status <> 'running' OR t.next_run_at IS DISTINCT FROM c.next_run_at_after)
+       AND (t.status <> 'running'
+            OR t.next_run_at IS DISTINCT FROM tasks_app_next_run_at(t, c.r_id, NULL))
 )
 SELECT * FROM claimed;
 

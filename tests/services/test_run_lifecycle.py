@@ -127,3 +127,42 @@ def test_cancel_stops_a_waiting_run_but_not_a_running_one() -> None:
     with pytest.raises(services.ConflictError, match="only pending or queued"):
         services.run_cancel(run=running)
     assert Run.objects.get(pk=running.pk).status == RunStatus.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_racing_beat_keeps_the_next_fire_beat_wrote() -> None:
+    """Beat advances a recurring task's next fire while a claim of one of its runs waits for
+    the task's row: the claim must not write back the next fire it read (beat would then
+    record the same fires again, and its insert deadlocked with the next claim)."""
+    import threading
+
+    import psycopg
+    from django.db import connection
+
+    task = services.task_create(
+        id="every-second", action="noop", schedule_type="interval", interval_seconds=1
+    )
+    run = queued_run(task, trigger=Trigger.SCHEDULE)
+    advanced = timezone.now() + timedelta(hours=1)
+    params = connection.get_connection_params()
+    with psycopg.connect(**params) as beat:  # a transaction of its own, as beat's tick
+        beat.execute(
+            "UPDATE tasks_app_task SET next_run_at = %s WHERE id = %s", [advanced, task.pk]
+        )
+        claimed: list[Run | None] = []
+
+        def claim() -> None:  # on the thread's own database connection, closed after
+            try:
+                claimed.append(services.run_claim(run_id=str(run.id), worker="w"))
+            finally:
+                connection.close()
+
+        claimer = threading.Thread(target=claim)
+        claimer.start()
+        claimer.join(timeout=1)
+        assert claimer.is_alive()  # waiting for the task's row, held by "beat"
+        beat.commit()
+    claimer.join(timeout=10)
+    assert claimed and claimed[0] is not None
+    task.refresh_from_db()
+    assert (task.status, task.next_run_at) == (TaskStatus.RUNNING, advanced)
