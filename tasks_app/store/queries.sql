@@ -23,8 +23,7 @@ RETURNING t.id;
 -- name: claim_run
 -- queued -> running, within the run's deadline, for an unpaused task (or a run a person
 -- asked for), when the task's overlap policy is allow or the caller has checked it under
--- the task's lock (overlap_checked). The task becomes running; it is written only if that
--- changes something. Its next_run_at is computed from the task row being updated (t in
+-- the task's lock (overlap_checked). The task becomes running. Its next_run_at is computed from the task row being updated (t in
 -- task_running), never from the row the claim read: beat may have advanced a recurring
 -- task's next fire in between, and writing back the value read would make beat record
 -- the same fires again. Returns the run and its task.
@@ -44,8 +43,6 @@ WITH claimed AS (
        SET status = 'running', next_run_at = tasks_app_next_run_at(t, c.r_id, NULL)
       FROM claimed AS c
      WHERE t.id = c.r_task_id AND NOT t.paused
-       AND (t.status <> 'running'
-            OR t.next_run_at IS DISTINCT FROM tasks_app_next_run_at(t, c.r_id, NULL))
 )
 SELECT * FROM claimed;
 
