@@ -202,7 +202,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DJANGO_MAX_BODY_BYTES", str(10
 # transport with a fixed polling interval): the embedded stack's broker, and a valid choice
 # for a small deployment. Production sets an AMQP URL (RabbitMQ).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or DATABASE_URL
-if CELERY_BROKER_URL.split("://", 1)[0] in {"postgres", "postgresql", "pgsql"}:
+POSTGRES_BROKER = CELERY_BROKER_URL.split("://", 1)[0] in {"postgres", "postgresql", "pgsql"}
+if POSTGRES_BROKER:
     CELERY_BROKER_TRANSPORT = "project.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         # How often an idle worker asks Postgres for a message: the worst-case extra delay of
@@ -241,8 +242,36 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TASKS_DEFAULT_QUEUE", "celery")
-CELERY_TASK_QUEUE_MAX_PRIORITY = 10
+CELERY_TASK_QUEUE_MAX_PRIORITY: int | None = 10
 CELERY_TASK_DEFAULT_PRIORITY = 5
+# The type of every queue the product declares (project/queues.py; docs/operations.md):
+# "classic", or "quorum" (RabbitMQ only) — replicated across the cluster's nodes, each
+# message delivered at most TASKS_QUEUE_DELIVERY_LIMIT times more (poison messages), no
+# x-max-priority, and ETA messages held by RabbitMQ (Celery's native delayed delivery, which
+# needs topic exchanges) instead of by the worker that took them.
+TASKS_QUEUE_TYPE = os.environ.get("TASKS_QUEUE_TYPE", "classic").strip().lower()
+_delivery_limit = os.environ.get("TASKS_QUEUE_DELIVERY_LIMIT", "20").strip()
+if not _delivery_limit.isdigit() or int(_delivery_limit) < 1:
+    raise ImproperlyConfigured(
+        f"TASKS_QUEUE_DELIVERY_LIMIT must be a whole number >= 1, not {_delivery_limit!r}"
+    )
+TASKS_QUEUE_DELIVERY_LIMIT = int(_delivery_limit)
+if TASKS_QUEUE_TYPE not in {"classic", "quorum"}:
+    raise ImproperlyConfigured(
+        f"TASKS_QUEUE_TYPE must be 'classic' or 'quorum', not {TASKS_QUEUE_TYPE!r}"
+    )
+if TASKS_QUEUE_TYPE == "quorum":
+    if POSTGRES_BROKER:
+        raise ImproperlyConfigured(
+            "TASKS_QUEUE_TYPE=quorum needs RabbitMQ (an amqp:// CELERY_BROKER_URL); the "
+            "Postgres broker has a single queue type: unset TASKS_QUEUE_TYPE"
+        )
+    CELERY_TASK_QUEUE_MAX_PRIORITY = None
+    CELERY_TASK_DEFAULT_QUEUE_TYPE = "quorum"
+    CELERY_TASK_CREATE_MISSING_QUEUE_TYPE = "quorum"
+    CELERY_TASK_DEFAULT_EXCHANGE_TYPE = "topic"
+    CELERY_TASK_CREATE_MISSING_QUEUE_EXCHANGE_TYPE = "topic"
+    CELERY_BROKER_NATIVE_DELAYED_DELIVERY_QUEUE_TYPE = "quorum"
 # A publish that cannot reach the broker fails fast; the run stays pending and beat
 # releases it again (see tasks_app.dispatch).
 CELERY_TASK_PUBLISH_RETRY_POLICY = {

@@ -16,6 +16,8 @@ from uuid import UUID
 from celery import current_app
 from django.conf import settings
 
+from project import queues
+
 from .models import Run
 
 log = logging.getLogger(__name__)
@@ -32,9 +34,27 @@ def send(runs: list[Run], *, now: datetime) -> list[UUID]:
     ids of those the broker did not take."""
     if not runs:
         return []
+    unroutable: list[UUID] = []
+    if queues.quorum():
+        delayed = {r.task.queue for r in runs if _delay(r, now) >= queues.NATIVE_DELAY_MIN_SECONDS}
+        try:
+            failed_queues = (
+                queues.prepare_delayed_delivery(current_app, delayed) if delayed else set()
+            )
+        except Exception:  # no broker: every run goes back to pending, as in the publishers
+            log.exception("no broker connection; %d runs stay pending", len(runs))
+            return [r.id for r in runs]
+        unroutable = [r.id for r in runs if r.task.queue in failed_queues]
+        runs = [r for r in runs if r.task.queue not in failed_queues]
+        if not runs:
+            return unroutable
     if len(runs) > 1 and BatchPublisher.supported(current_app):
-        return _batch_publisher().publish(runs, now=now)
-    return _send_one_by_one(runs, now=now)
+        return unroutable + _batch_publisher().publish(runs, now=now)
+    return unroutable + _send_one_by_one(runs, now=now)
+
+
+def _delay(run: Run, now: datetime) -> float:
+    return (run.due_at - now).total_seconds()
 
 
 def _send_one_by_one(runs: list[Run], *, now: datetime) -> list[UUID]:
@@ -47,8 +67,11 @@ def _send_one_by_one(runs: list[Run], *, now: datetime) -> list[UUID]:
                 try:
                     app.send_task(EXECUTE_RUN, producer=producer, **message_options(run, now=now))
                     sent += 1
-                except Exception:  # the broker refused or vanished: hand the run back
-                    log.exception("publishing run %s failed; it stays pending", run.id)
+                except Exception as exc:  # the broker refused or vanished: hand the run back
+                    if (why := queues.explain(exc, run.task.queue)) is None:
+                        log.exception("publishing run %s failed; it stays pending", run.id)
+                    else:
+                        log.error("publishing run %s failed; it stays pending: %s", run.id, why)
                     failed.append(run.id)
     except Exception:
         log.exception("no broker connection; %d runs stay pending", len(runs) - sent)
@@ -112,8 +135,11 @@ class BatchPublisher:
                 deadline = time.monotonic() + self.CONFIRM_TIMEOUT
                 while self._outstanding and time.monotonic() < deadline:
                     self._conn.drain_events(timeout=max(deadline - time.monotonic(), 0.01))
-            except Exception:
-                log.exception("publishing a batch of %d runs failed", len(runs))
+            except Exception as exc:
+                if (why := queues.explain(exc)) is None:
+                    log.exception("publishing a batch of %d runs failed", len(runs))
+                else:
+                    log.error("publishing a batch of %d runs failed: %s", len(runs), why)
                 self.close()
             if self._outstanding:
                 log.error("%d publishes unconfirmed", len(self._outstanding))
@@ -170,7 +196,7 @@ def message_options(run: Run, *, now: datetime) -> dict[str, object]:
     options: dict[str, object] = {
         "args": [str(run.id)],
         "task_id": str(run.id),
-        "queue": task.queue,
+        "queue": queues.destination(task.queue, delay=_delay(run, now)),
         "priority": task.priority,
         "soft_time_limit": timeout,
         "time_limit": timeout + HARD_LIMIT_GRACE_SECONDS,
