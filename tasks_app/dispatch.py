@@ -15,6 +15,7 @@ from uuid import UUID
 
 from celery import current_app
 from django.conf import settings
+from kombu.exceptions import OperationalError
 
 from project import queues
 
@@ -77,6 +78,50 @@ def _send_one_by_one(runs: list[Run], *, now: datetime) -> list[UUID]:
         log.exception("no broker connection; %d runs stay pending", len(runs) - sent)
         failed = [r.id for r in runs[sent:]]
     return failed
+
+
+def isolate_refused(runs: list[Run], *, now: datetime) -> tuple[list[UUID], dict[UUID, str]]:
+    """Publish each of ``runs`` (whose publish failed) once more, one at a time, to tell a
+    message the broker refuses (a queue name it rejects, a reserved prefix, an oversized
+    name: a channel or encoding error) from a broker that is away.
+
+    Returns ``(failed, refused)``: the runs to hand back for a later release (the broker is
+    unreachable: probing stops at the first connection error, so an outage costs one
+    attempt, not one per run) and, per refused run, the broker's reason. A refusal closes
+    the channel, so the next run gets a fresh connection.
+    """
+    app = current_app
+    refused: dict[UUID, str] = {}
+    conn: Any = None
+    try:
+        for i, run in enumerate(runs):
+            if conn is None:
+                conn = app.connection_for_write()
+            transient = (*conn.connection_errors, OperationalError, OSError, TimeoutError)
+            try:
+                conn.ensure_connection(max_retries=1)
+                app.send_task(
+                    EXECUTE_RUN, connection=conn, retry=False, **message_options(run, now=now)
+                )
+            except transient:
+                log.warning("no broker connection; %d runs stay pending", len(runs) - i)
+                return [r.id for r in runs[i:]], refused
+            except Exception as exc:  # the broker (or the encoder) refused this message
+                refused[run.id] = f"{type(exc).__name__}: {exc}"
+                log.error("the broker refused run %s: %s", run.id, refused[run.id])
+                _release(conn)
+                conn = None
+    finally:
+        _release(conn)
+    return [], refused
+
+
+def _release(conn: Any) -> None:
+    if conn is not None:
+        try:
+            conn.release()
+        except Exception:  # already broken
+            log.debug("closing a publisher connection failed", exc_info=True)
 
 
 class BatchPublisher:

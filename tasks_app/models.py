@@ -122,6 +122,9 @@ class Task(models.Model):
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
     alarm_since = models.DateTimeField(null=True, blank=True, editable=False)
     alarm_note = models.TextField(blank=True, editable=False)
+    # Set by beat when this task's schedule math raised (tasks_app.services.firing): beat
+    # skips the task until an edit through the services clears it.
+    schedule_error = models.TextField(blank=True, editable=False)
 
     paused = models.BooleanField(default=False)
     pause_note = models.TextField(blank=True)
@@ -144,11 +147,13 @@ class Task(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [
-            # Beat's hot query: recurring, unpaused tasks by their next fire.
+            # Beat's hot query: recurring, unpaused, unflagged tasks by their next fire.
             models.Index(
                 fields=["next_run_at"],
                 name="task_due_fire_idx",
-                condition=models.Q(schedule_type__in=["interval", "cron"], paused=False),
+                condition=models.Q(
+                    schedule_type__in=["interval", "cron"], paused=False, schedule_error=""
+                ),
             ),
         ]
 

@@ -6,6 +6,13 @@ expired, or beat never recorded it at all (``next_run_at`` is that far in the pa
 alarm clears as soon as a later run completes. Entering the alarm logs at ERROR and, when
 ``TASKS_ALARM_WEBHOOK_URL`` is set, POSTs a JSON notice there through the ``http`` action
 (same address checks as any webhook). Beat evaluates alarms on its ticks.
+
+The **schedule-error alarm** is the other kind: when beat cannot compute a task's fires
+(its schedule math raised, see ``services.firing``), :func:`schedule_error_raise` flags the
+task (``schedule_error``, which makes beat skip it) and raises its alarm with the reason, in
+the same fields, so the admin, the overview, ``/api/health`` and ``/metrics`` show it like any
+alarm. It stays until an edit through the services clears it (``services.tasks.task_save``);
+the missed-run check leaves flagged tasks alone.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import threading
 from datetime import datetime
 
 from django.conf import settings
+from django.db import transaction
 
 from .. import actions
 from ..models import RECURRING, Task
@@ -23,14 +31,32 @@ from ..selectors import overdue_fire
 log = logging.getLogger(__name__)
 
 
+def schedule_error_raise(task_id: str, *, error: BaseException, now: datetime) -> None:
+    """Flag ``task_id``: beat skips it until it is edited; its alarm carries the reason."""
+    note = (
+        f"beat skips this task until it is edited: its schedule could not be computed "
+        f"({type(error).__name__}: {error})"
+    )[:1000]
+    Task.objects.filter(pk=task_id).update(schedule_error=note, alarm_since=now, alarm_note=note)
+    log.error("schedule error for task %s: %s", task_id, note, extra={"task_id": task_id})
+    transaction.on_commit(lambda: _notify(task_id, note, now))
+
+
 def alarms_check(*, now: datetime) -> tuple[int, int]:
-    """Raise and clear alarms; returns (raised, cleared)."""
+    """Raise and clear missed-run alarms; returns (raised, cleared)."""
     raised = cleared = 0
     watched = Task.objects.filter(
-        alert_after_seconds__isnull=False, schedule_type__in=RECURRING, paused=False
+        alert_after_seconds__isnull=False,
+        schedule_type__in=RECURRING,
+        paused=False,
+        schedule_error="",
     )
     for task in watched:
-        fire = overdue_fire(task, now=now)
+        try:
+            fire = overdue_fire(task, now=now)
+        except Exception:  # one task's bad row must not stop the other alarms
+            log.exception("missed-run check for task %s failed", task.id)
+            continue
         if fire is not None and task.alarm_since is None:
             note = (
                 f"fire at {fire.isoformat()} has not completed within {task.alert_after_seconds} s"
@@ -45,10 +71,11 @@ def alarms_check(*, now: datetime) -> tuple[int, int]:
             Task.objects.filter(pk=task.pk).update(alarm_since=None, alarm_note="")
             log.info("missed-run alarm for task %s cleared", task.id, extra={"task_id": task.id})
             cleared += 1
-    # Paused or unscheduled tasks are not expected to run: drop their alarms.
-    Task.objects.filter(alarm_since__isnull=False).exclude(pk__in=watched.values("pk")).update(
-        alarm_since=None, alarm_note=""
-    )
+    # Paused or unscheduled tasks are not expected to run: drop their alarms (a schedule
+    # error's alarm stays until the task is edited).
+    Task.objects.filter(alarm_since__isnull=False, schedule_error="").exclude(
+        pk__in=watched.values("pk")
+    ).update(alarm_since=None, alarm_note="")
     return raised, cleared
 
 

@@ -8,7 +8,9 @@ beat process releases them (:func:`release_due_runs`) as they come within the ho
 Publishing is a two-step hand-off: the run is marked ``queued`` (a conditional update from
 ``pending``) and committed, then the message is sent (``tasks_app.dispatch``). If the send
 fails the run goes back to ``pending`` and is released again on a later tick, so a broker
-outage delays runs but loses none. A worker only claims ``queued`` runs, so a message can
+outage delays runs but loses none. A run whose message the broker itself refuses (a queue
+name it rejects) is told apart from an outage (``dispatch.isolate_refused``) and ``failed``
+with the broker's reason instead of being retried forever. A worker only claims ``queued`` runs, so a message can
 never overtake its row.
 """
 
@@ -23,8 +25,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import dispatch
-from ..models import EXPLICIT_TRIGGERS, Run, RunStatus
+from .. import dispatch, store
+from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, TaskStatus
 
 
 def horizon() -> timedelta:
@@ -89,8 +91,28 @@ def send_queued(runs: list[Run], *, now: datetime) -> int:
     and the next release pass sends them again.
     """
     failed = dispatch.send(runs, now=now)
+    refused: dict[UUID, str] = {}
+    if failed:
+        # One bad run (a queue name the broker refuses) must not stay pending forever and
+        # be retried every pass: tell it from an outage, and fail it with the reason.
+        retry = set(failed)
+        failed, refused = dispatch.isolate_refused([r for r in runs if r.id in retry], now=now)
+    if refused:
+        rows = store.fetch_all(
+            "refuse_runs",
+            {
+                "run_ids": list(refused),
+                "errors": [f"the broker refused the run's message: {e}" for e in refused.values()],
+                "now": now,
+            },
+        )
+        # The tasks' status follows their runs (as run_lifecycle.task_after_run does).
+        store.execute(
+            "task_after_run",
+            {"task_ids": list({row[0] for row in rows}), "run_status": str(TaskStatus.FAILED)},
+        )
     if failed:
         Run.objects.filter(id__in=failed, status=RunStatus.QUEUED).update(
             status=RunStatus.PENDING, queued_at=None
         )
-    return len(runs) - len(failed)
+    return len(runs) - len(failed) - len(refused)

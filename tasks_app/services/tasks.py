@@ -94,9 +94,14 @@ def task_save(*, task: Task, by: str = "") -> Task:
     with transaction.atomic():
         if adding:
             task.status = TaskStatus.PAUSED if task.paused else TaskStatus.CREATED
+        flagged = previous is not None and bool(previous.schedule_error)
+        if flagged:  # an edit clears beat's schedule-error flag and its alarm (services.alarms)
+            task.schedule_error, task.alarm_since, task.alarm_note = "", None, ""
         task.save(force_insert=adding)
-        schedule_changed = previous is None or any(
-            getattr(previous, f) != getattr(task, f) for f in SCHEDULE_FIELDS
+        schedule_changed = (
+            previous is None
+            or flagged  # the stored next fire may be what broke: plan it afresh
+            or any(getattr(previous, f) != getattr(task, f) for f in SCHEDULE_FIELDS)
         )
         sync_schedule(task, now=now, replan=schedule_changed)
         changes = {

@@ -85,6 +85,15 @@ UPDATE tasks_app_run AS r
    AND r.expires_at < %(now)s
 RETURNING r.task_id;
 
+-- name: refuse_runs
+-- queued -> failed, for runs whose message the broker refused (publishing again cannot
+-- succeed), each with its reason. Returns the task id of each run failed.
+UPDATE tasks_app_run AS r
+   SET status = 'failed', finished_at = %(now)s, error = v.error
+  FROM unnest(%(run_ids)s::uuid[], %(errors)s::text[]) AS v(id, error)
+ WHERE r.id = v.id AND r.status = 'queued'
+RETURNING r.task_id;
+
 -- name: cancel_run
 -- pending/queued -> cancelled. Returns the run's task id, or nothing if it had started.
 UPDATE tasks_app_run
