@@ -42,7 +42,7 @@ POISONS = {
         "schedule_type = 'cron', cron = '* * * * *', timezone = 'Mars/Olympus'",
         "ZoneError",
     ),
-    "end-of-time": ("start_at = '9999-12-31T23:59:59Z'", "OverflowError"),
+    "end-of-time": ("start_at = '9999-12-31T23:59:59.999999Z'", "OverflowError"),
     # Database side: the row cannot even be read into Python (year 20000), so the batch's
     # statements fail and the batch is halved until the culprit stands alone.
     "unreadable": ("end_at = '20000-01-01T00:00:00Z'", "DataError"),
