@@ -306,7 +306,8 @@ TASKS_RELEASE_BATCH = int(os.environ.get("TASKS_RELEASE_BATCH", "1000"))
 # Beat replicas compete for this Postgres advisory lock; the holder fires and releases.
 TASKS_BEAT_LOCK_KEY = int(os.environ.get("TASKS_BEAT_LOCK_KEY", str(0x7461736B736274)))
 # How often the stock path (PeriodicTasks not owned by a task) reads django-celery-beat's
-# global "changed" row; owned schedules never depend on it.
+# global "changed" row while no stock entry is due (it is read right before each stock send
+# too); owned schedules never depend on it.
 TASKS_BEAT_STOCK_CHECK_SECONDS = env_float("TASKS_BEAT_STOCK_CHECK_SECONDS", 10.0)
 # Log every beat tick that fired or released something (counts and duration) at INFO.
 TASKS_BEAT_LOG_TICKS = env_bool("TASKS_BEAT_LOG_TICKS", False)

@@ -16,9 +16,10 @@ whether they can take over)
 Both read partial indexes on the due instant (``task_due_fire_idx``, ``run_pending_due_idx``),
 so a schedule change made through the services is seen on the next tick: no global "changed"
 row is read for owned entries and nothing is reloaded. The stock path for non-owned entries
-still uses django-celery-beat's ``PeriodicTasks`` row to notice changes, but checks it at most
-every ``TASKS_BEAT_STOCK_CHECK_SECONDS`` instead of on every tick (one indexed read by primary
-key; owned entries never depend on it).
+still uses django-celery-beat's ``PeriodicTasks`` row to notice changes, but reads it only
+right before it sends a stock entry (so an edit made before the entry's next fire is obeyed,
+as with stock ``DatabaseScheduler``) and otherwise every ``TASKS_BEAT_STOCK_CHECK_SECONDS``,
+instead of on every tick (one indexed read by primary key; owned entries never depend on it).
 """
 
 from __future__ import annotations
@@ -57,12 +58,24 @@ class TaskScheduler(DatabaseScheduler):
         return super().enabled_models_qs().filter(owner_task__isnull=True)
 
     def schedule_changed(self) -> bool:
-        """The stock change check for non-owned entries, rate-limited (see module doc)."""
+        """The stock change check for non-owned entries (see module doc): read the
+        ``PeriodicTasks`` row right before a stock entry is sent — so an edit made before
+        an entry's next fire is obeyed, as stock does — and otherwise at most every
+        ``TASKS_BEAT_STOCK_CHECK_SECONDS`` (stock reads it on every tick)."""
         now = time.monotonic()
-        if now < self._next_change_check:
+        if now < self._next_change_check and not self._stock_entry_due():
             return False
         self._next_change_check = now + settings.TASKS_BEAT_STOCK_CHECK_SECONDS
         return bool(super().schedule_changed())
+
+    def _stock_entry_due(self) -> bool:
+        """Whether the stock heap's first entry is due now: ``Scheduler.tick``, which reads
+        ``self.schedule`` (and so this check) first, is about to send it."""
+        heap = self._heap
+        if not heap:
+            return False
+        when, _, entry = heap[0]
+        return bool(when <= self._when(entry, 0))
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         tick_seconds = settings.TASKS_BEAT_TICK_SECONDS

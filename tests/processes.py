@@ -158,7 +158,9 @@ def start_worker(
     return proc
 
 
-def start_beat(log_dir: Path, **env: str) -> Proc:
+def start_beat(log_dir: Path, *, scheduler: str | None = None, **env: str) -> Proc:
+    """``celery beat`` with the project's scheduler, or ``scheduler`` (a class path, e.g.
+    stock ``django_celery_beat.schedulers:DatabaseScheduler`` to compare with)."""
     args = [
         sys.executable,
         "-m",
@@ -170,6 +172,7 @@ def start_beat(log_dir: Path, **env: str) -> Proc:
         "info",
         "--pidfile",
         str(log_dir / f"beat-{time.time_ns()}.pid"),
+        *(["--scheduler", scheduler] if scheduler else []),
     ]
     proc = _spawn("beat", args, log_dir, process_env(**env))
     proc.wait_for_log("beat: Starting")
