@@ -106,8 +106,8 @@ def _fire_isolating(ids: list[str], *, now: datetime, until: datetime) -> tuple[
         left, left_due = _fire_isolating(ids[:half], now=now, until=until)
         right, right_due = _fire_isolating(ids[half:], now=now, until=until)
         return left + right, left_due or right_due
-    for task_id, exc in culprits:  # flagged once the savepoint holding their batch stands
-        schedule_error_raise(task_id, error=exc, now=now)
+    for task_id, error in culprits:  # flagged once the savepoint holding their batch stands
+        schedule_error_raise(task_id, error=error, now=now)
     return inserted, still_due
 
 
