@@ -28,8 +28,9 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -39,6 +40,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 from . import health, leadership, metrics, recovery, services
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class TaskScheduler(DatabaseScheduler):
@@ -107,14 +109,16 @@ class TaskScheduler(DatabaseScheduler):
         """Everything only the leader does, once per tick."""
         started = time.perf_counter()
         recovery.recover_runs(now=now)  # expired, stalled, lost runs; never raises
-        try:
-            fired = services.schedule_fire_due(now=now, lookahead=services.horizon())
-            released = services.release_due_runs(now=now)
-            services.alarms_check(now=now)
-        except Exception:  # a database blip must not kill beat; the next tick retries
-            log.exception("beat tick failed; retrying next tick")
-            close_old_connections()
-            return
+        # Each step on its own: one failing (a database blip) must neither kill beat nor
+        # hold back the others; the next tick retries it. (One bad task cannot make a step
+        # fail: firing isolates it, see services.firing.)
+        fired = (
+            self._step("firing", services.schedule_fire_due, now=now, lookahead=services.horizon())
+            or []
+        )
+        released = self._step("release", services.release_due_runs, now=now) or 0
+        self._step("alarms", services.alarms_check, now=now)
+        # Further leader-only upkeep (bounded batches that never block a tick) goes here.
         metrics.beat_tick_record(duration_seconds=time.perf_counter() - started)
         if fired or released:
             log.log(
@@ -124,6 +128,15 @@ class TaskScheduler(DatabaseScheduler):
                 released,
                 (time.perf_counter() - started) * 1000,
             )
+
+    @staticmethod
+    def _step(name: str, step: Callable[..., T], **kwargs: Any) -> T | None:
+        try:
+            return step(**kwargs)
+        except Exception:
+            log.exception("beat %s failed; retrying next tick", name)
+            close_old_connections()
+            return None
 
     def release_pass(self, now: datetime) -> None:
         """Between leader passes, only the release: runs reach the workers in small, even
