@@ -27,8 +27,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 LOG_DIR = Path(tempfile.gettempdir()) / "tasks-bench-logs"  # process logs, outside the tree
-BENCH_DB = "tasks_bench"
-BENCH_VHOST = "tasks_bench"
+# Overridable so that two people benchmarking on one machine do not share a database/vhost.
+BENCH_DB = os.environ.get("BENCH_DB", "tasks_bench")
+BENCH_VHOST = os.environ.get("BENCH_VHOST", "tasks_bench")
 QUEUE = "bench-runs"
 
 
