@@ -87,14 +87,21 @@ def isolate_refused(runs: list[Run], *, now: datetime) -> tuple[list[UUID], dict
 
     Returns ``(failed, refused)``: the runs to hand back for a later release (the broker is
     unreachable: probing stops at the first connection error, so an outage costs one
-    attempt, not one per run) and, per refused run, the broker's reason. A refusal closes
-    the channel, so the next run gets a fresh connection.
+    attempt, not one per run) and, per refused run, the broker's reason. A queue that
+    exists with other arguments than this deployment declares (``project.queues.explain``)
+    is not the run's fault: its runs stay pending, as docs/operations.md says. A refusal
+    closes the channel, so the next run gets a fresh connection.
     """
     app = current_app
     refused: dict[UUID, str] = {}
+    held: list[UUID] = []  # a queue declared with other arguments: wait for the operator
+    mismatched: set[str] = set()  # probed once per call, the rest of its runs held unprobed
     conn: Any = None
     try:
         for i, run in enumerate(runs):
+            if run.task.queue in mismatched:
+                held.append(run.id)
+                continue
             if conn is None:
                 conn = app.connection_for_write()
             transient = (*conn.connection_errors, OperationalError, OSError, TimeoutError)
@@ -105,15 +112,21 @@ def isolate_refused(runs: list[Run], *, now: datetime) -> tuple[list[UUID], dict
                 )
             except transient:
                 log.warning("no broker connection; %d runs stay pending", len(runs) - i)
-                return [r.id for r in runs[i:]], refused
+                return held + [r.id for r in runs[i:]], refused
             except Exception as exc:  # the broker (or the encoder) refused this message
-                refused[run.id] = f"{type(exc).__name__}: {exc}"
-                log.error("the broker refused run %s: %s", run.id, refused[run.id])
+                if (why := queues.explain(exc, run.task.queue)) is not None:
+                    # A deployment-wide mismatch (docs/operations.md): the run waits.
+                    log.error("publishing run %s failed; it stays pending: %s", run.id, why)
+                    held.append(run.id)
+                    mismatched.add(run.task.queue)
+                else:
+                    refused[run.id] = f"{type(exc).__name__}: {exc}"
+                    log.error("the broker refused run %s: %s", run.id, refused[run.id])
                 _release(conn)
                 conn = None
     finally:
         _release(conn)
-    return [], refused
+    return held, refused
 
 
 def _release(conn: Any) -> None:
