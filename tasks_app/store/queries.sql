@@ -23,11 +23,18 @@ RETURNING t.id;
 -- name: claim_run
 -- queued -> running, within the run's deadline, for an unpaused task (or a run a person
 -- asked for), when the task's overlap policy is allow or the caller has checked it under
--- the task's lock (overlap_checked). The task becomes running. Its next_run_at is computed from the task row being updated (t in
--- task_running), never from the row the claim read: beat may have advanced a recurring
--- task's next fire in between, and writing back the value read would make beat record
--- the same fires again. Returns the run and its task.
-WITH claimed AS (
+-- the task's lock (overlap_checked). The task becomes running. Its next_run_at is computed
+-- from the task row being updated (t in task_running), never from the row the claim read:
+-- beat may have advanced a recurring task's next fire in between, and writing back the
+-- value read would make beat record the same fires again. Returns the run and its task.
+-- The claim's transaction commits asynchronously (async_commit: SET LOCAL
+-- synchronous_commit = off, as a function in the statement itself, so no extra round
+-- trip): the broker keeps the run's message unacknowledged until the completion, which
+-- commits durably, so a claim lost in a Postgres crash only lets the redelivered message
+-- claim the run again (docs/reliability.md).
+WITH async_commit AS (
+    SELECT set_config('synchronous_commit', 'off', true)
+), claimed AS (
     UPDATE tasks_app_run AS r
        SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s,
            worker = %(worker)s,
@@ -44,7 +51,7 @@ WITH claimed AS (
       FROM claimed AS c
      WHERE t.id = c.r_task_id AND NOT t.paused
 )
-SELECT * FROM claimed;
+SELECT claimed.* FROM claimed CROSS JOIN async_commit;
 
 -- name: complete_run
 -- running -> completed with the run's output; the task follows (its failure streak reset,

@@ -166,3 +166,28 @@ def test_a_claim_racing_beat_keeps_the_next_fire_beat_wrote() -> None:
     assert claimed and claimed[0] is not None
     task.refresh_from_db()
     assert (task.status, task.next_run_at) == (TaskStatus.RUNNING, advanced)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_claim_commits_asynchronously_and_the_completion_durably() -> None:
+    """The claim's own transaction commits with ``synchronous_commit = off`` (the broker still
+    holds the message until the completion); the setting ends with that transaction, so the
+    completion that follows on the same connection commits durably, before the ack."""
+    from django.db import connection, transaction
+
+    def synchronous_commit() -> str:
+        with connection.cursor() as cur:
+            cur.execute("SHOW synchronous_commit")
+            return str(cur.fetchone()[0])
+
+    task = services.task_create(id="durability", action="noop")
+    assert synchronous_commit() == "on"
+    with transaction.atomic():  # the claim's transaction, held open to look inside it
+        claimed = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+        assert claimed is not None and synchronous_commit() == "off"
+    assert synchronous_commit() == "on"
+    # As a worker runs it: the claim autocommits, then the completion on the same connection.
+    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert run is not None and synchronous_commit() == "on"
+    services.run_complete(run=run)
+    assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
