@@ -1,8 +1,11 @@
 """Plain Celery, as a user would run it without this project: the anchors.
 
-``ANCHOR_MODE=classic`` (default settings: prefetch multiplier 4, early ack) or
+``ANCHOR_MODE=classic`` (default settings: prefetch multiplier 4, early ack),
 ``ANCHOR_MODE=native`` (quorum queue, topic exchange, ``confirm_publish``: Celery's native
-delayed delivery keeps far-future messages in RabbitMQ's ``celery_delayed_*`` queues).
+delayed delivery keeps far-future messages in RabbitMQ's ``celery_delayed_*`` queues) or
+``ANCHOR_MODE=results`` (what a Django shop records runs with today: classic delivery plus
+django-celery-results' database backend with ``task_track_started`` and ``result_extended``,
+in the project's database through its Django settings).
 Each task records ``started - due`` (ms) in Redis, so lateness is measured the same way as
 for our runs (at the start of the task).
 """
@@ -37,6 +40,17 @@ if MODE == "native":
                 queue_arguments={"x-queue-type": "quorum"},
             )
         ],
+    )
+if MODE == "results":
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    django.setup()
+    app.conf.update(
+        result_backend="django-db",
+        task_track_started=True,
+        result_extended=True,
+        task_ignore_result=False,
     )
 _redis: redis.Redis | None = None
 

@@ -9,11 +9,20 @@ anchor row runs raw Celery with our delivery settings (late ack, prefetch 1), to
 delivery guarantees cost from what the recorded lifecycle costs, and a floor row runs raw Celery
 tasks with our delivery settings that each make two one-row Postgres writes (start and end),
 the least any design recording both ends of every run durably can cost.
+
+Two peers that record every run's lifecycle in Postgres, same broker and database server,
+same run, same measurement (the first start to the last, each task/job stamping its start in
+Redis): Celery with django-celery-results' database backend (``task_track_started``,
+``result_extended``: what a Django shop records runs with today), and Procrastinate (pinned
+below, in its own virtualenv ``var/bench-venvs/procrastinate``; 2 worker processes, at each
+of ``PROCRASTINATE_CONCURRENCY`` asynchronous jobs per process, the best one compared).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +33,10 @@ import redis
 from bench import common
 
 SIZES = {"full": {"runs": 6_000}, "quick": {"runs": 1_500}}
+# Procrastinate's latest 3.x, with the psycopg and redis clients the project itself pins.
+PROCRASTINATE_PINS = ["procrastinate==3.10.0", "psycopg[binary]==3.3.9", "redis==8.1.0"]
+PROCRASTINATE_VENV = common.ROOT / "var" / "bench-venvs" / "procrastinate"
+PROCRASTINATE_CONCURRENCY = (1, 4, 16)
 
 
 def measure_ours(n: int) -> dict[str, Any]:
@@ -84,14 +97,20 @@ def measure_raw(n: int, *, kind: str = "default") -> dict[str, Any]:
       ``CELERY_CONFIG_MODULE``, written for the run);
     - ``floor``: our delivery settings and time limits, and each task makes two one-row
       ``UPDATE`` round trips to Postgres (its start and its end, autocommitted): what any
-      design that durably records both ends of every run pays on this machine.
+      design that durably records both ends of every run pays on this machine;
+    - ``results``: no-op tasks, Celery's default delivery, results in Postgres through
+      django-celery-results (``task_track_started``, ``result_extended``).
     """
     # A fresh queue name per measurement: kombu remembers which queues a pooled connection
     # declared, so re-using a name deleted by the previous measurement drops the messages.
     suffix = f"{os.getpid()}-{kind}"
     queue, key = f"bench-raw-{suffix}", f"bench:raw:{suffix}"
-    env = {"ANCHOR_MODE": "classic", "ANCHOR_QUEUE": queue, "ANCHOR_KEY": key}
-    if kind != "default":
+    env = {
+        "ANCHOR_MODE": "results" if kind == "results" else "classic",
+        "ANCHOR_QUEUE": queue,
+        "ANCHOR_KEY": key,
+    }
+    if kind in ("same", "floor"):
         config_dir = Path(tempfile.mkdtemp(prefix="bench-anchor-config-"))
         (config_dir / "anchor_same_delivery.py").write_text(SAME_DELIVERY)
         env.update(
@@ -102,6 +121,8 @@ def measure_raw(n: int, *, kind: str = "default") -> dict[str, Any]:
 
     if kind == "floor":
         _reset_floor_table(anchor_app.FLOOR_ROWS)
+    if kind == "results":
+        common.reset_tables()
     store = redis.Redis.from_url(os.environ["REDIS_URL"])
     store.delete(key)
     try:
@@ -115,8 +136,10 @@ def measure_raw(n: int, *, kind: str = "default") -> dict[str, Any]:
                         soft_time_limit=3600,
                         time_limit=3605,
                     )
-                else:
-                    anchor_app.raw_noop.apply_async(queue=queue, producer=producer)
+                else:  # the message carries whether the worker stores a result
+                    anchor_app.raw_noop.apply_async(
+                        queue=queue, producer=producer, ignore_result=kind != "results"
+                    )
         with common.processes() as procs:
             procs.append(
                 common.start_worker(app="bench.anchor_app", queue=queue, name="anchor-raw", **env)
@@ -126,6 +149,14 @@ def measure_raw(n: int, *, kind: str = "default") -> dict[str, Any]:
     finally:
         store.delete(key)
         common.delete_queues(queue)
+    recorded = {}
+    if kind == "results":
+        recorded = {"results_recorded_success": _results_recorded()}
+        common.reset_tables()
+    return {**_rate(n, stamps), **recorded}
+
+
+def _rate(n: int, stamps: list[float]) -> dict[str, Any]:
     span = stamps[-1] - stamps[0] if len(stamps) > 1 else None
     return {
         "tasks": n,
@@ -133,6 +164,75 @@ def measure_raw(n: int, *, kind: str = "default") -> dict[str, Any]:
         "span_s": round(span, 2) if span else None,
         "tasks_per_s": round((len(stamps) - 1) / span, 1) if span else None,
     }
+
+
+def _results_recorded() -> int:
+    from django_celery_results.models import TaskResult
+
+    return TaskResult.objects.filter(status="SUCCESS").count()
+
+
+def procrastinate_python() -> Path:
+    """The Procrastinate virtualenv's interpreter, made (or brought to the pins) on first use."""
+    python = PROCRASTINATE_VENV / "bin" / "python"
+    stamp = PROCRASTINATE_VENV / ("installed-" + "-".join(PROCRASTINATE_PINS).replace("/", "_"))
+    if not stamp.exists():
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", str(PROCRASTINATE_VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *PROCRASTINATE_PINS],
+            check=True,
+            timeout=900,
+        )
+        stamp.touch()
+    return python
+
+
+def measure_procrastinate(n: int, *, concurrency: int) -> dict[str, Any]:
+    """``n`` no-op jobs deferred before its 2 worker processes start (as for raw Celery),
+    in a database of its own on the same Postgres server (its schema applied fresh)."""
+    import psycopg
+
+    python = procrastinate_python()
+    db = f"{common.BENCH_DB}_procrastinate"
+    url = os.environ["DATABASE_URL"]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{db}"')
+    key = f"bench:procrastinate:{os.getpid()}"
+    extra = {
+        "PROCRASTINATE_DATABASE_URL": url.rsplit("/", 1)[0] + f"/{db}",
+        "ANCHOR_KEY": key,
+        "PYTHONPATH": str(common.ROOT),
+    }
+    env = {**os.environ, **extra}
+    cli = [str(python), "-m", "procrastinate", "--app=bench.procrastinate_app.app"]
+    subprocess.run([*cli, "schema", "--apply"], env=env, cwd=common.ROOT, check=True, timeout=120)
+    defer = (
+        "from bench.procrastinate_app import app, noop\n"
+        f"with app.open():\n    noop.batch_defer(*[{{}} for _ in range({n})])\n"
+    )
+    subprocess.run([str(python), "-c", defer], env=env, cwd=common.ROOT, check=True, timeout=600)
+    store = redis.Redis.from_url(os.environ["REDIS_URL"])
+    store.delete(key)
+    try:
+        with common.processes() as procs:
+            for i in range(2):
+                procs.append(
+                    common.spawn(
+                        f"procrastinate-{i}",
+                        [*cli, "worker", "-q", "bench", "-c", str(concurrency), "-n", f"w{i}"],
+                        **extra,
+                    )
+                )
+            common.wait_until(lambda: store.llen(key) >= n, timeout=600, interval=0.5)
+        stamps = sorted(float(x) for x in store.lrange(key, 0, -1))
+    finally:
+        store.delete(key)
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    return {**_rate(n, stamps), "concurrency": concurrency}
 
 
 def _reset_floor_table(rows: int) -> None:
@@ -152,6 +252,9 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
     raw = measure_raw(n)
     same = measure_raw(n, kind="same")
     floor = measure_raw(n, kind="floor")
+    results = measure_raw(n, kind="results")
+    procrastinate = [measure_procrastinate(n, concurrency=c) for c in PROCRASTINATE_CONCURRENCY]
+    best = max(procrastinate, key=lambda r: r["tasks_per_s"] or 0)
     return {
         "scenario": "execution_throughput",
         "inputs": {"runs": n, "worker_processes": 2},
@@ -165,8 +268,24 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             **floor,
             "settings": "same delivery + time limits; two one-row UPDATE round trips per task",
         },
+        "anchor_celery_django_celery_results": {
+            **results,
+            "settings": "Celery defaults + result_backend django-db, task_track_started, "
+            "result_extended",
+        },
+        "anchor_procrastinate": {
+            **best,
+            "version": PROCRASTINATE_PINS[0],
+            "by_concurrency": procrastinate,
+            "settings": "2 worker processes, best concurrency of "
+            f"{list(PROCRASTINATE_CONCURRENCY)}",
+        },
         "ratios": {
             "runs_per_s_vs_raw": common.ratio(ours["runs_per_s"], raw["tasks_per_s"]),
+            "runs_per_s_vs_celery_results": common.ratio(
+                ours["runs_per_s"], results["tasks_per_s"]
+            ),
+            "runs_per_s_vs_procrastinate": common.ratio(ours["runs_per_s"], best["tasks_per_s"]),
             "extra_runs_per_s_vs_raw_same_delivery": common.ratio(
                 ours["runs_per_s"], same["tasks_per_s"]
             ),
@@ -175,5 +294,9 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             ),
             "extra_two_writes_floor_vs_raw": common.ratio(floor["tasks_per_s"], raw["tasks_per_s"]),
         },
-        "targets": {"runs_per_s_vs_raw": 0.5},
+        "targets": {
+            "runs_per_s_vs_raw": 0.35,
+            "runs_per_s_vs_celery_results": 2.5,
+            "runs_per_s_vs_procrastinate": 1.0,
+        },
     }

@@ -209,7 +209,7 @@ def measure_native_anchor(size: dict[str, int]) -> dict[str, Any]:
 
     queue, key = f"bench-anchor-native-{os.getpid()}", f"bench:native:{os.getpid()}"
     env = _anchor_env("native", queue, key)
-    if "/tasks_bench" not in os.environ["CELERY_BROKER_URL"]:
+    if not os.environ["CELERY_BROKER_URL"].endswith(f"/{common.BENCH_VHOST}"):
         return {
             "skipped": "no private vhost: native delayed delivery exchanges are global",
             "lateness_ms": common.percentiles([]),
