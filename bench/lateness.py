@@ -10,7 +10,9 @@ queue; ``native_far`` tasks due tomorrow in the broker, 200 due over 10 s).
 
 from __future__ import annotations
 
+import bisect
 import random
+import re
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -131,7 +133,17 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
             interval=1,
         )
         worker_rss = procs[0].rss_mb()
+        received = _received_instants(procs[0].log())
     lateness = list(near.filter(status=RunStatus.COMPLETED).values_list("lateness_ms", flat=True))
+    causes = late_causes(
+        list(
+            near.filter(status=RunStatus.COMPLETED).values_list(
+                "id", "due_at", "queued_at", "started_at", "finished_at", "lateness_ms"
+            )
+        ),
+        received,
+        threshold_ms=LATE_MS,
+    )
     statuses = dict((s, near.filter(status=s).count()) for s in RunStatus.values)
     backlog_left = Run.objects.filter(task_id__in=far_tasks, status=RunStatus.PENDING).count()
     common.reset_tables()
@@ -146,7 +158,80 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
         "backlog_still_pending": backlog_left,
         "worker_rss_mb": worker_rss,
         "lateness_ms": common.percentiles(lateness),
+        "late_causes": causes,
         "samples": lateness,
+    }
+
+
+# A run later than this (the p99 target) is "late" and gets a cause.
+LATE_MS = 5.0
+_RECEIVED = re.compile(r"Task tasks_app\.execute_run\[([0-9a-f-]{36})\] received")
+
+
+def _received_instants(log: str) -> dict[str, float]:
+    """Run id -> epoch seconds at which the worker's main process got its message (Celery's
+    "received" line; millisecond resolution)."""
+    found = {}
+    for line in log.splitlines():
+        match = _RECEIVED.search(line)
+        if match:
+            at = common.log_timestamp(line)
+            if at is not None:
+                found.setdefault(match.group(1), at)
+    return found
+
+
+def late_causes(
+    runs: list[tuple[Any, ...]], received: dict[str, float], *, threshold_ms: float
+) -> dict[str, Any]:
+    """Each run later than ``threshold_ms``, by the first cause that explains it, from its
+    instants (due, queued, received by the worker, started at the claim):
+
+    - ``released_late``: beat published it after it was due;
+    - ``received_late``: the worker got the message after it was due (broker, or a main
+      process busy elsewhere);
+    - ``pool_busy``: at its due instant both pool processes were executing other runs;
+    - ``worker_slack``: none of those — the time went between the ETA timer and the claim
+      (the main process handing it to an idle child, process wake-ups under CPU contention,
+      garbage collection).
+    """
+    spans = sorted((r[3].timestamp(), r[4].timestamp()) for r in runs if r[3] and r[4])
+    starts = [a for a, _ in spans]
+    groups: dict[str, list[float]] = {}
+    examples = []
+    for run_id, due, queued, _started, _finished, late in runs:
+        if late is None or late <= threshold_ms:
+            continue
+        due_s = due.timestamp()
+        got = received.get(str(run_id))
+        if queued is not None and queued.timestamp() > due_s:
+            cause = "released_late"
+        elif got is not None and got > due_s + 0.001:  # the log's millisecond resolution
+            cause = "received_late"
+        else:
+            upto = bisect.bisect_right(starts, due_s)
+            busy = sum(1 for a, b in spans[max(0, upto - 200) : upto] if a <= due_s < b)
+            cause = "pool_busy" if busy >= 2 else "worker_slack"
+        groups.setdefault(cause, []).append(late)
+        examples.append(
+            {
+                "late_ms": round(late, 2),
+                "cause": cause,
+                "queued_ms": round((queued.timestamp() - due_s) * 1000, 1) if queued else None,
+                "received_ms": round((got - due_s) * 1000, 1) if got else None,
+                "due": due.isoformat(timespec="milliseconds"),
+            }
+        )
+    examples.sort(key=lambda e: -e["late_ms"])
+    return {
+        "threshold_ms": threshold_ms,
+        "late": sum(len(v) for v in groups.values()),
+        "of": len(runs),
+        "by_cause": {
+            cause: {"runs": len(v), "p50_ms": common.percentiles(v)["p50"], "max_ms": max(v)}
+            for cause, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))
+        },
+        "latest": examples[:15],
     }
 
 

@@ -86,6 +86,12 @@ def write(results: Path) -> Path:
             f"Ratios (ours / anchor): {lat['ratios']}",
             "",
         ]
+        if causes := ours.get("late_causes"):
+            lines += [
+                f"Ours later than {causes['threshold_ms']} ms: {causes['late']} of {causes['of']}, "
+                f"by cause: {causes['by_cause']}",
+                "",
+            ]
         if img:
             lines += [f"![lateness]({img})", ""]
     if (bt := data.get("beat_throughput")) and "in_broker" in bt:
@@ -135,14 +141,25 @@ def write(results: Path) -> Path:
                         "extra_anchor_two_writes_floor",
                         "raw Celery, our delivery settings + two Postgres writes per task (floor)",
                     ),
+                    (
+                        "anchor_celery_django_celery_results",
+                        "Celery + django-celery-results (django-db, track_started, extended)",
+                    ),
+                    ("anchor_procrastinate", "Procrastinate, 2 processes, best concurrency"),
                 )
                 if k in ex
             ),
             "",
-            f"Ratio: {ex['ratios']} (target >= 0.5). Release published "
+            f"Ratios: {ex['ratios']} (targets {ex.get('targets')}). Release published "
             f"{ex['ours']['publish_per_s']} runs/s.",
             "",
         ]
+        if "anchor_procrastinate" in ex:
+            by = ", ".join(
+                f"{r['concurrency']}: {r['tasks_per_s']}"
+                for r in ex["anchor_procrastinate"]["by_concurrency"]
+            )
+            lines += [f"Procrastinate jobs/s by concurrency per process: {by}.", ""]
     if (mem := data.get("memory")) and "ours" in mem:
         m = mem["ours"]
         lines += [
@@ -154,6 +171,13 @@ def write(results: Path) -> Path:
             f"tick p50 {_p(m['beat_tick_ms'])} ms, p99 {_p(m['beat_tick_ms'], 'p99')} ms.",
             "",
         ]
+        if a := mem.get("anchor_celery_countdown"):
+            lines += [
+                f"Anchor: plain Celery worker idle {a['worker_rss_idle_mb']} MiB, holding "
+                f"{a['messages']} `countdown` messages {a['worker_rss_holding_mb']} MiB; ours with "
+                f"the stored runs / that: {mem['ratios'].get('worker_rss_backlog_vs_celery_countdown')}.",
+                "",
+            ]
     if (fo := data.get("failover")) and "ours" in fo:
         f = fo["ours"]
         lines += [
