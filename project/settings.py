@@ -242,6 +242,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TASKS_DEFAULT_QUEUE", "celery")
+# The queues a task may name: the ones your workers consume (`celery worker -Q a,b`). A run
+# sent to a queue no worker reads would wait forever, so any other name is refused.
+TASKS_QUEUES = env_list("TASKS_QUEUES", CELERY_TASK_DEFAULT_QUEUE)
 CELERY_TASK_QUEUE_MAX_PRIORITY: int | None = 10
 CELERY_TASK_DEFAULT_PRIORITY = 5
 # The type of every queue the product declares (project/queues.py; docs/operations.md):

@@ -301,8 +301,8 @@ class TaskAdmin(admin.ModelAdmin):
     def schedule_preview(self, task: Task) -> SafeString:
         try:
             data = admin_views.preview_of(task)
-        except (scheduling.CronError, scheduling.ZoneError, ValueError) as exc:
-            data = {"description": f"cannot preview: {exc}", "fires": []}
+        except ValidationError as exc:  # a schedule that cannot be computed, field named
+            data = {"description": f"cannot preview: {'; '.join(exc.messages)}", "fires": []}
         rows = format_html_join(
             "",
             "<li><span class='tasks-mono'>{}</span> <span class='tasks-muted'>{}</span></li>",

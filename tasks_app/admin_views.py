@@ -97,7 +97,7 @@ def next_run_state(
         return instant(task.next_run_at)
     try:
         upcoming = selectors.task_preview(task=task, count=1, now=now)
-    except (scheduling.CronError, scheduling.ZoneError, ValueError):
+    except ValidationError:
         upcoming = []
     replay = "replays it now" if task.catchup != "skip" else "skips it"
     if compact:  # a list cell: the upcoming fire, the missed one on hover
@@ -224,7 +224,14 @@ def preview_view(request: HttpRequest) -> JsonResponse:
         run_at=values.get("run_at"),
         end_at=values.get("end_at"),
     )
-    return JsonResponse(preview_of(task))
+    try:
+        return JsonResponse(preview_of(task))
+    except ValidationError as exc:  # e.g. an end_at in year 9999: out of the instants' range
+        errors = {
+            field: [{"message": m} for m in messages]
+            for field, messages in exc.message_dict.items()
+        }
+        return JsonResponse({"errors": errors}, status=400)
 
 
 def payload_check_view(request: HttpRequest) -> JsonResponse:

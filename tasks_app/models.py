@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.core.validators import RegexValidator
 from django.db import models
 
 from .choices import (
@@ -27,7 +27,8 @@ from .choices import (
     TaskStatus,
     Trigger,
 )
-from .validation import validate_task
+from .validation import bounds_constraints, validate_task
+from .validation import bounds_validators as bounded
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
@@ -66,18 +67,18 @@ class Task(models.Model):
     payload = models.JSONField(default=dict, blank=True)
 
     queue = models.CharField(max_length=100, default=default_queue)
-    priority = models.PositiveSmallIntegerField(
-        default=5, validators=[MinValueValidator(0), MaxValueValidator(9)]
+    priority = models.PositiveSmallIntegerField(default=5, validators=bounded("priority"))
+    max_retries = models.PositiveIntegerField(default=0, validators=bounded("max_retries"))
+    retry_backoff_seconds = models.PositiveIntegerField(
+        default=10, validators=bounded("retry_backoff_seconds")
     )
-    max_retries = models.PositiveIntegerField(default=0, validators=[MaxValueValidator(100)])
-    retry_backoff_seconds = models.PositiveIntegerField(default=10)
     timeout_seconds = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)]
+        null=True, blank=True, validators=bounded("timeout_seconds")
     )
     expires_after_seconds = models.PositiveIntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(1)],
+        validators=bounded("expires_after_seconds"),
         help_text="A run that could not start this long after its due time is expired.",
     )
 
@@ -86,7 +87,7 @@ class Task(models.Model):
     )
     run_at = models.DateTimeField(null=True, blank=True, help_text="For 'once' schedules.")
     interval_seconds = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)]
+        null=True, blank=True, validators=bounded("interval_seconds")
     )
     cron = models.CharField(
         max_length=200, blank=True, help_text="5 fields: minute hour day-of-month month weekday."
@@ -96,26 +97,28 @@ class Task(models.Model):
     start_at = models.DateTimeField(null=True, blank=True, help_text="No fire before this.")
     end_at = models.DateTimeField(null=True, blank=True, help_text="No fire after this.")
     max_runs = models.PositiveIntegerField(
-        null=True, blank=True, validators=[MinValueValidator(1)], help_text="Stop after N fires."
+        null=True, blank=True, validators=bounded("max_runs"), help_text="Stop after N fires."
     )
-    jitter_seconds = models.PositiveIntegerField(default=0)
+    jitter_seconds = models.PositiveIntegerField(default=0, validators=bounded("jitter_seconds"))
     overlap_policy = models.CharField(
         max_length=10, choices=OverlapPolicy.choices, default=OverlapPolicy.ALLOW
     )
     catchup = models.CharField(
         max_length=10, choices=CatchupPolicy.choices, default=CatchupPolicy.SKIP
     )
-    catchup_window_seconds = models.PositiveIntegerField(default=3600)
+    catchup_window_seconds = models.PositiveIntegerField(
+        default=3600, validators=bounded("catchup_window_seconds")
+    )
     pause_after_failures = models.PositiveIntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(1)],
+        validators=bounded("pause_after_failures"),
         help_text="Pause the task after this many consecutive failed runs.",
     )
     alert_after_seconds = models.PositiveIntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(1)],
+        validators=bounded("alert_after_seconds"),
         help_text="Raise the missed-run alarm when a fire has not completed this long after it.",
     )
     fire_count = models.PositiveIntegerField(default=0, editable=False)
@@ -146,6 +149,7 @@ class Task(models.Model):
 
     class Meta:
         ordering = ["id"]
+        constraints = bounds_constraints("task")
         indexes = [
             # Beat's hot query: recurring, unpaused, unflagged tasks by their next fire.
             models.Index(

@@ -110,13 +110,19 @@ class CronExpression:
         return dom_ok and dow_ok
 
 
+def _is_ascii_number(text: str) -> bool:
+    """Digits 0-9 only: ``str.isdigit`` (and ``int``) also take other scripts' digits
+    ("١" is Arabic-Indic one), which no other cron implementation reads."""
+    return text.isascii() and text.isdigit()
+
+
 def _parse_value(token: str, index: int, lo: int, hi: int) -> int:
     names = _MONTH_NAMES if index == 3 else _DOW_NAMES if index == 4 else {}
     key = token.lower()
     if key in names:
         return names[key]
-    if not token.isdigit():
-        raise CronError(f"{_FIELDS[index][0]}: {token!r} is not a number")
+    if not _is_ascii_number(token):
+        raise CronError(f"{_FIELDS[index][0]}: {token!r} is not a number (digits 0-9)")
     value = int(token)
     if not lo <= value <= hi:
         raise CronError(f"{_FIELDS[index][0]}: {value} is outside {lo}-{hi}")
@@ -133,7 +139,7 @@ def _parse_field(text: str, index: int) -> tuple[set[int], bool]:
         step = 1
         if "/" in part:
             part, _, step_text = part.partition("/")
-            if not step_text.isdigit() or int(step_text) == 0:
+            if not _is_ascii_number(step_text) or int(step_text) == 0:
                 raise CronError(f"{label}: step {step_text!r} must be a positive number")
             step = int(step_text)
         if part == "*":

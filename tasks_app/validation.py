@@ -6,12 +6,15 @@ shows it next to the field, the API returns it in ``detail`` and the CLI prints 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import RegexValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
 from django.utils import timezone
 
 from . import actions, scheduling
@@ -20,7 +23,66 @@ from .choices import ScheduleType
 if TYPE_CHECKING:
     from .models import Task
 
+# --- numeric bounds -------------------------------------------------------------------------
+# Every number a task carries has a range that its integer column and Python's date
+# arithmetic (years 1..9999) can hold. The model fields take their validators from here
+# (so the admin form, the API serializers and the services refuse the same values with the
+# same message), and the database enforces the same ranges with CHECK constraints.
+
+# Durations (seconds) that are added to or subtracted from instants: at most a year
+# (catchup_window_seconds 10**15 overflowed date arithmetic). A fixed bound, not
+# TASKS_MAX_DELAY_SECONDS: the defaults (catchup window one hour) must stay valid however short
+# a deployment sets its maximum delay.
+MAX_DURATION_SECONDS = 366 * 86400
 MAX_JITTER_SECONDS = 86400
+# An integer column (Postgres ``integer``) holds at most this.
+MAX_INTEGER = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Bounds:
+    low: int
+    high: int
+    why: str
+
+
+NUMERIC_BOUNDS: dict[str, Bounds] = {
+    "priority": Bounds(0, 9, "the broker's priority levels"),
+    "max_retries": Bounds(0, 100, "retries of one run"),
+    "retry_backoff_seconds": Bounds(0, MAX_DURATION_SECONDS, "366 days"),
+    "timeout_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
+    "expires_after_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
+    # The upper bound is TASKS_MAX_DELAY_SECONDS too (checked in validate_task: a setting).
+    "interval_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
+    "max_runs": Bounds(1, MAX_INTEGER, "an integer column"),
+    "jitter_seconds": Bounds(0, MAX_JITTER_SECONDS, "one day"),
+    "catchup_window_seconds": Bounds(0, MAX_DURATION_SECONDS, "366 days"),
+    "pause_after_failures": Bounds(1, 10_000, "consecutive failures"),
+    "alert_after_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
+}
+
+
+def bounds_validators(name: str) -> list[MinValueValidator | MaxValueValidator]:
+    """The model field validators of ``NUMERIC_BOUNDS[name]`` (DRF reads them as the
+    serializer's ``min_value``/``max_value``, so the OpenAPI schema shows them too)."""
+    bounds = NUMERIC_BOUNDS[name]
+    return [MinValueValidator(bounds.low), MaxValueValidator(bounds.high)]
+
+
+def bounds_constraints(table: str) -> list[models.CheckConstraint]:
+    """One CHECK constraint per bounded column (NULL passes: the field is optional). The
+    services do not ask Django to evaluate them before a save (one query each): the field
+    validators above state the same ranges."""
+    return [
+        models.CheckConstraint(
+            condition=models.Q(**{f"{name}__isnull": True})
+            | models.Q(**{f"{name}__gte": b.low, f"{name}__lte": b.high}),
+            name=f"{table}_{name}_range",
+            violation_error_message=f"{name} must be between {b.low} and {b.high}",
+        )
+        for name, b in NUMERIC_BOUNDS.items()
+    ]
+
 
 # Instants a schedule may name: from the Unix epoch to 100 years ahead. Wider ones are
 # refused here rather than overflowing date arithmetic later (a start_at in year 9999 made
@@ -28,19 +90,67 @@ MAX_JITTER_SECONDS = 86400
 EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_AHEAD = timedelta(days=36525)
 
-# Durations (seconds) that are added to or subtracted from instants: at most a year
-# (catchup_window_seconds 10**15 overflowed date arithmetic). A fixed bound, not
-# TASKS_MAX_DELAY_SECONDS: the defaults (catchup window one hour) must stay valid however short
-# a deployment sets its maximum delay.
-MAX_DURATION_SECONDS = 366 * 86400
-BOUNDED_SECONDS = (
-    "retry_backoff_seconds",
-    "timeout_seconds",
-    "expires_after_seconds",
-    "catchup_window_seconds",
-    "alert_after_seconds",
-)
+# --- text and JSON -------------------------------------------------------------------------
+# What Postgres cannot store, or Python cannot walk, is refused as bad input naming the
+# field (and, inside a payload, the path), rather than failing at the INSERT with a 500:
+# - U+0000 (NUL): Postgres text and jsonb cannot hold it;
+# - a lone surrogate ("\ud800", a legal JSON escape, and what Python makes of bytes that are
+#   not UTF-8 in a command-line argument): it cannot be encoded as UTF-8 for the database;
+# - JSON nested deeper than MAX_JSON_DEPTH levels: deep enough for any payload, shallow
+#   enough that validation and serialization never reach Python's recursion limit.
+MAX_JSON_DEPTH = 32
+TEXT_FIELDS = ("id", "name", "description", "action", "queue", "cron", "timezone", "pause_note")
 
+
+def string_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored as it is, or None."""
+    if "\x00" in text:
+        return "must not contain NUL (\\u0000) characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must not contain lone surrogates (\\ud800-\\udfff): they are not Unicode text"
+    return None
+
+
+def json_problem(value: Any, path: str = "", depth: int = 0) -> tuple[str, str] | None:
+    """The first ``(where, what)`` that makes a parsed JSON value unstorable, or None.
+
+    ``where`` is a dotted path (``payload.items.0``); nesting too deep is reported at the
+    top-level field it is under (``""`` for the value itself)."""
+    if depth > MAX_JSON_DEPTH:
+        return path.split(".")[0], f"nests deeper than {MAX_JSON_DEPTH} levels"
+    if isinstance(value, str):
+        problem = string_problem(value)
+        return None if problem is None else (path, problem)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            problem = string_problem(str(key))
+            if problem is not None:
+                return path, f"keys {problem}"
+            found = json_problem(item, where, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found = json_problem(item, f"{path}.{index}" if path else str(index), depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def string_problem_of(value: Any) -> str | None:
+    return string_problem(value) if isinstance(value, str) else None
+
+
+def check_text(value: Any, *, field: str) -> None:
+    """Refuse a string the database cannot store (``ValidationError`` naming ``field``)."""
+    if (problem := string_problem_of(value)) is not None:
+        raise ValidationError({field: [problem]})
+
+
+# --- queues ---------------------------------------------------------------------------------
 # Queue names every transport takes as they are (a name is also a file name on Kombu's
 # filesystem transport and a routing key elsewhere): no '/', '\\', whitespace or control
 # characters, and not '.' or '..'; 'amq.' is RabbitMQ's reserved prefix.
@@ -50,6 +160,22 @@ queue_name_validator = RegexValidator(
     "No spaces, '/', '\\' or control characters; not '.' or '..', and not starting with "
     "'amq.' (reserved by RabbitMQ).",
 )
+
+
+def configured_queues() -> list[str]:
+    """The queues a task may name: ``TASKS_QUEUES`` (the queues the workers consume)."""
+    return list(settings.TASKS_QUEUES)
+
+
+def check_queue(value: str) -> None:
+    """A queue name the broker takes and a worker consumes (in ``TASKS_QUEUES``); a run
+    sent anywhere else would wait forever."""
+    queue_name_validator(value)
+    allowed = configured_queues()
+    if value not in allowed:
+        raise ValidationError(
+            f"{value!r} is not a configured queue; configured (TASKS_QUEUES): {', '.join(allowed)}"
+        )
 
 
 def _human(seconds: float) -> str:
@@ -114,6 +240,45 @@ def check_instant(value: datetime, *, field: str, now: datetime | None = None) -
     return value
 
 
+def check_stored_schedule(task: Task, *, now: datetime) -> None:
+    """What the schedule arithmetic needs of a task as it is (stored, maybe before today's
+    rules): a known zone, a cron that parses, instants within the range. Raises
+    ``ValidationError`` naming the field, so a preview answers 400, not 500."""
+    errors: dict[str, list[str]] = {}
+    try:
+        scheduling.get_zone(task.timezone or "UTC")
+    except scheduling.ZoneError as exc:
+        errors["timezone"] = [str(exc)]
+    if task.schedule_type == ScheduleType.CRON:
+        try:
+            scheduling.parse_cron(task.cron)
+        except scheduling.CronError as exc:
+            errors["cron"] = [f"invalid cron expression: {exc}"]
+    instants = ["start_at", "end_at", "next_run_at"]
+    if task.schedule_type == ScheduleType.ONCE:
+        instants.append("run_at")
+    for name in instants:
+        value = getattr(task, name)
+        if value is not None:
+            try:
+                check_instant(value, field=name, now=now)
+            except ValidationError as exc:
+                errors[name] = list(exc.messages)
+    if errors:
+        raise ValidationError(errors)
+
+
+def check_runnable(task: Task) -> None:
+    """A stored task may be run: its queue is one a worker consumes (``TASKS_QUEUES`` may
+    have changed since it was saved, or the row predates the queue rules)."""
+    try:
+        check_queue(task.queue)
+    except ValidationError as exc:
+        raise ValidationError(
+            {"queue": [f"{m.rstrip('.')}; edit the task's queue to run it" for m in exc.messages]}
+        ) from exc
+
+
 def check_expiry(
     *, expires_in_seconds: float | None, expires_at: datetime | None, due_at: datetime
 ) -> datetime | None:
@@ -141,6 +306,17 @@ def validate_task(
     """
     errors: dict[str, list[str]] = {}
     now = now or timezone.now()
+
+    for name in TEXT_FIELDS:
+        if (problem := string_problem_of(getattr(task, name))) is not None:
+            errors[name] = [problem]
+    found = json_problem(task.payload, "payload")
+    if found is not None:
+        where, what = found
+        errors[where or "payload"] = [what]
+        raise ValidationError(errors)  # nothing below may walk or store such a payload
+    if errors:
+        raise ValidationError(errors)
 
     try:
         action = actions.get(task.action)
@@ -175,8 +351,14 @@ def validate_task(
     elif kind == ScheduleType.INTERVAL:
         if not task.interval_seconds:
             errors["interval_seconds"] = ["is required for an 'interval' schedule (at least 1)"]
-        elif task.interval_seconds > settings.TASKS_MAX_DELAY_SECONDS:
-            errors["interval_seconds"] = ["must not exceed TASKS_MAX_DELAY_SECONDS"]
+        elif (
+            settings.TASKS_MAX_DELAY_SECONDS
+            < task.interval_seconds
+            <= NUMERIC_BOUNDS["interval_seconds"].high  # above: the field's own validator
+        ):
+            errors["interval_seconds"] = [
+                f"must be at most {settings.TASKS_MAX_DELAY_SECONDS:g} s (TASKS_MAX_DELAY_SECONDS)"
+            ]
     elif kind == ScheduleType.CRON:
         if not task.cron:
             errors["cron"] = ["is required for a 'cron' schedule"]
@@ -198,19 +380,13 @@ def validate_task(
     bad_bounds = bool(errors.keys() & {"start_at", "end_at"})
     if not bad_bounds and task.start_at and task.end_at and task.end_at <= task.start_at:
         errors["end_at"] = ["must be after start_at"]
-    for name in BOUNDED_SECONDS:
-        value = getattr(task, name)
-        if value is not None and value > MAX_DURATION_SECONDS:
-            errors[name] = [f"must be at most {MAX_DURATION_SECONDS} s (366 days)"]
     if not isinstance(task.queue, str) or not task.queue:
         errors["queue"] = ["is required"]
-    else:
+    elif "queue" not in errors:
         try:
-            queue_name_validator(task.queue)
+            check_queue(task.queue)
         except ValidationError as exc:
             errors["queue"] = list(exc.messages)
-    if task.jitter_seconds and task.jitter_seconds > MAX_JITTER_SECONDS:
-        errors["jitter_seconds"] = [f"must be at most {MAX_JITTER_SECONDS} (one day)"]
     if (
         kind == ScheduleType.INTERVAL
         and task.interval_seconds

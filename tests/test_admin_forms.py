@@ -2,6 +2,7 @@
 and its actions go through the services."""
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -34,7 +35,7 @@ def form(**overrides: str) -> dict[str, str]:
         "cron": "",
         "timezone": "UTC",
         "delay_seconds": "",
-        "queue": "celery",
+        "queue": settings.CELERY_TASK_DEFAULT_QUEUE,
         "priority": "5",
         "max_retries": "0",
         "retry_backoff_seconds": "10",

@@ -1,66 +1,23 @@
 """JSON bodies only, at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes, storable as they are.
 
 DRF reads the request stream itself, bypassing Django's body-size check, so the limit is
-enforced here (413). What Postgres cannot store, or Python cannot walk, is refused as bad
-input (400 naming where it is) rather than failing later with a 500:
-
-- U+0000 (NUL): Postgres text and jsonb cannot hold it;
-- a lone surrogate (``"\\ud800"``, legal JSON escape, not Unicode): it cannot be encoded
-  as UTF-8 for the database;
-- nesting deeper than ``MAX_JSON_DEPTH`` levels: deep enough for any payload, shallow
-  enough that validation and serialization never hit Python's recursion limit.
+enforced here (413). What Postgres cannot store, or Python cannot walk (NUL, lone
+surrogates, nesting deeper than ``validation.MAX_JSON_DEPTH``; the rules are in
+``tasks_app.validation``), is refused for the whole body here (400 naming where it is),
+before any serializer walks it.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
 
+from ..validation import MAX_JSON_DEPTH, json_problem
 from .errors import NON_FIELD, PayloadTooLarge
-
-MAX_JSON_DEPTH = 32
-
-
-def string_problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "must not contain NUL (\\u0000) characters"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "must not contain lone surrogates (\\ud800-\\udfff): they are not Unicode text"
-    return None
-
-
-def json_problem(value: Any, path: str = "", depth: int = 0) -> tuple[str, str] | None:
-    """The first ``(where, what)`` that makes a parsed JSON value unstorable, or None.
-
-    ``where`` is a dotted path (``payload.items.0``); nesting too deep is reported at the
-    top-level field it is under."""
-    if depth > MAX_JSON_DEPTH:
-        return path.split(".")[0] or NON_FIELD, f"nests deeper than {MAX_JSON_DEPTH} levels"
-    if isinstance(value, str):
-        problem = string_problem(value)
-        return None if problem is None else (path or NON_FIELD, problem)
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            where = f"{path}.{key}" if path else str(key)
-            problem = string_problem(str(key))
-            if problem is not None:
-                return (path or NON_FIELD), f"keys {problem}"
-            found = json_problem(item, where, depth + 1)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            found = json_problem(item, f"{path}.{index}" if path else str(index), depth + 1)
-            if found is not None:
-                return found
-    return None
 
 
 class LimitedJSONParser(JSONParser):
@@ -88,5 +45,5 @@ class LimitedJSONParser(JSONParser):
         problem = json_problem(data)
         if problem is not None:
             where, what = problem
-            raise ValidationError({where: [what]})
+            raise ValidationError({where or NON_FIELD: [what]})
         return data

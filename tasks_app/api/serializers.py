@@ -98,13 +98,19 @@ class StrictSerializerMixin:
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
-# The rules of tasks_app.validation that a schema can state, so the OpenAPI document shows
-# them (validate_task still checks them for the admin and the CLI).
+# The numeric bounds come from the model fields' validators (tasks_app.validation's
+# NUMERIC_BOUNDS), which DRF turns into min_value/max_value, so the OpenAPI document shows
+# them; the queue rule is stated here for the same reason (validate_task checks it again for
+# the admin and the CLI).
 TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
-    "queue": {"validators": [validation.queue_name_validator]},
-    **{name: {"max_value": validation.MAX_DURATION_SECONDS} for name in validation.BOUNDED_SECONDS},
-    "interval_seconds": {"max_value": int(settings.TASKS_MAX_DELAY_SECONDS)},
-    "jitter_seconds": {"max_value": validation.MAX_JITTER_SECONDS},
+    "queue": {"validators": [validation.check_queue]},
+    "interval_seconds": {
+        "max_value": int(
+            min(
+                settings.TASKS_MAX_DELAY_SECONDS, validation.NUMERIC_BOUNDS["interval_seconds"].high
+            )
+        )
+    },
 }
 
 

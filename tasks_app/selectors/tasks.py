@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
-from .. import scheduling
+from .. import scheduling, validation
 from ..models import Run, RunStatus, ScheduleType, Task, Trigger
 from ..task_schedule import first_fire, schedule_of
 
@@ -66,9 +67,23 @@ def task_preview(*, task: Task, count: int = 5, now: datetime | None = None) -> 
 
     Works on an unsaved task too (the admin form previews before saving). A task with no
     recurring schedule previews its ``once`` instant, or nothing.
+
+    A schedule that cannot be computed (a row stored before the bounds existed, with an
+    instant near year 9999 or an unknown zone) raises ``ValidationError`` naming the field,
+    never an arithmetic error.
     """
     now = now or timezone.now()
     count = max(1, min(count, MAX_PREVIEW))
+    validation.check_stored_schedule(task, now=now)
+    try:
+        return _preview(task, count=count, now=now)
+    except (OverflowError, ValueError) as exc:  # CronError and ZoneError are ValueErrors
+        raise ValidationError(
+            {"schedule_type": [f"the stored schedule cannot be computed ({exc}); edit the task"]}
+        ) from exc
+
+
+def _preview(task: Task, *, count: int, now: datetime) -> list[Fire]:
     zone = scheduling.get_zone(task.timezone or "UTC")
     if task.schedule_type == ScheduleType.ONCE:
         fires = [task.run_at] if task.run_at and task.run_at > now else []

@@ -89,7 +89,8 @@ def task_save(*, task: Task, by: str = "") -> Task:
     """
     adding = task._state.adding
     previous = None if adding else Task.objects.filter(pk=task.pk).first()
-    task.full_clean(validate_unique=False)
+    # The CHECK constraints repeat the field validators' bounds: not queried a second time.
+    task.full_clean(validate_unique=False, validate_constraints=False)
     now = timezone.now()
     with transaction.atomic():
         if adding:
@@ -128,6 +129,7 @@ def task_delete(*, task: Task, by: str = "") -> None:
 
 def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
     """Stop new fires and hold the task's delayed runs until it is resumed."""
+    validation.check_text(note, field="note")
     with transaction.atomic():
         task.paused = True
         task.pause_note = note
@@ -230,6 +232,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
 
 def task_execute(*, task: Task, trigger: str = Trigger.MANUAL) -> Run:
     """Run the task now, with its own queue, priority, timeout and retry settings."""
+    validation.check_runnable(task)
     now = timezone.now()
     return run_create(task=task, trigger=trigger, due_at=now, now=now)
 
@@ -243,6 +246,7 @@ def task_schedule_once(
     expires_at: datetime | None = None,
 ) -> Run:
     """One run after ``delay_seconds`` or at ``run_at`` (exactly one of them)."""
+    validation.check_runnable(task)
     now = timezone.now()
     if (delay_seconds is None) == (run_at is None):
         raise ValidationError({"delay_seconds": ["give exactly one of delay_seconds or run_at"]})

@@ -44,7 +44,8 @@ def test_search_by_task_id_full_run_id_and_short_run_id(operator) -> None:
     assert listed(operator, q=str(b.pk)[:8]) == {str(b.pk)}  # the short id the list shows
 
 
-def test_filters_by_status_action_trigger_and_queue(operator) -> None:
+def test_filters_by_status_action_trigger_and_queue(operator, settings) -> None:
+    settings.TASKS_QUEUES = [*settings.TASKS_QUEUES, "slow"]
     echo = services.task_create(id="echoer", action="echo", payload={"message": "x"}, queue="slow")
     noop = services.task_create(id="nooper", action="noop")
     failed = finished(services.task_execute(task=echo, trigger=Trigger.ADMIN), RunStatus.FAILED)

@@ -6,6 +6,7 @@ import re
 from datetime import datetime
 
 import pytest
+from django.conf import settings
 from django.urls import reverse
 
 from tasks_app import services
@@ -87,7 +88,7 @@ def test_add_form_shows_service_errors_next_to_the_field(operator, field, value,
         "id": "bad-one",
         "action": "sleep",
         "payload": '{"seconds": 1}',
-        "queue": "celery",
+        "queue": settings.CELERY_TASK_DEFAULT_QUEUE,
         "priority": 5,
         "max_retries": 0,
         "retry_backoff_seconds": 10,

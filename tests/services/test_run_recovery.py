@@ -69,7 +69,7 @@ def test_a_run_whose_lease_lapsed_is_retried_or_failed_by_its_policy() -> None:
     assert Run.objects.get(pk=alive.pk).status == RunStatus.RUNNING
 
 
-@override_settings(TASKS_REQUEUE_AFTER_SECONDS=120)
+@override_settings(TASKS_REQUEUE_AFTER_SECONDS=120, TASKS_QUEUES=["idle-queue", "busy-queue"])
 def test_runs_queued_long_past_their_due_time_go_back_to_pending_in_idle_queues_only() -> None:
     now = timezone.now()
     old = now - timedelta(seconds=600)

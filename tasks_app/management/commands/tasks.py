@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from tasks_app import selectors, services
+from tasks_app import selectors, services, validation
 from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 from tasks_app.representations import (
     RunOutputSerializer,
@@ -31,6 +31,7 @@ from tasks_app.representations import (
 )
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
+MAX_LIMIT = 10_000  # rows a list prints at most
 UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, None: 1}
 
 
@@ -64,9 +65,29 @@ def json_object(text: str) -> dict[str, Any]:
         value = json.loads(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise argparse.ArgumentTypeError(
+            f"nests deeper than {validation.MAX_JSON_DEPTH} levels"
+        ) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """An integer option within ``[low, high]`` (a ``--limit`` of 10**30 is a usage error,
+    not a database error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+        return value
+
+    return parse
 
 
 def argv(text: str) -> list[str]:
@@ -205,7 +226,7 @@ class Command(BaseCommand):
         p.add_argument("--action")
         p.add_argument("--schedule-type", action="append", choices=ScheduleType.values)
         p.add_argument("--search", help="in id and name")
-        p.add_argument("--limit", type=int, default=100)
+        p.add_argument("--limit", type=bounded_int(1, MAX_LIMIT), default=100)
 
         verb("get", "show a task, its next fires and recent runs").add_argument("id")
 
@@ -240,7 +261,7 @@ class Command(BaseCommand):
         p.add_argument(
             "--dead", action="store_true", help="only failed (after retries) and expired runs"
         )
-        p.add_argument("--limit", type=int, default=50)
+        p.add_argument("--limit", type=bounded_int(1, MAX_LIMIT), default=50)
 
         verb("cancel", "cancel a pending or queued run").add_argument("run_id")
         verb("retry", "retry a failed, expired or cancelled run").add_argument("run_id")
@@ -252,7 +273,7 @@ class Command(BaseCommand):
 
         p = verb("preview", "the next fire times of a task's schedule")
         p.add_argument("id")
-        p.add_argument("--count", type=int, default=5)
+        p.add_argument("--count", type=bounded_int(1, selectors.MAX_PREVIEW), default=5)
 
     # -- dispatch -----------------------------------------------------------------------
 
