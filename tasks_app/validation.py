@@ -311,9 +311,9 @@ def validate_task(
         if (problem := string_problem_of(getattr(task, name))) is not None:
             errors[name] = [problem]
     found = json_problem(task.payload, "payload")
-    if found is not None:
+    if found is not None:  # reported on the field (a form has no "payload.items.0")
         where, what = found
-        errors[where or "payload"] = [what]
+        errors["payload"] = [what if where == "payload" else f"at {where}: {what}"]
         raise ValidationError(errors)  # nothing below may walk or store such a payload
     if errors:
         raise ValidationError(errors)
