@@ -27,6 +27,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Q, QuerySet
+from django.forms.fields import InvalidJSONInput
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse, reverse_lazy
@@ -94,6 +95,30 @@ class ActionField(forms.ChoiceField):
         return True
 
 
+class PayloadField(forms.JSONField):
+    """The payload as JSON text. What cannot be stored (``validation.json_problem``: lone
+    surrogates, NUL, nesting past ``MAX_JSON_DEPTH``) is a form error on the field, and a
+    refused payload is shown again as it was typed (re-encoding it would fail)."""
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            data = super().to_python(value)
+        except RecursionError:
+            raise ValidationError(
+                f"nests deeper than {validation.MAX_JSON_DEPTH} levels"
+            ) from None
+        found = validation.json_problem(data, "payload")
+        if found is not None:
+            where, what = found
+            raise ValidationError(what if where == "payload" else f"at {where}: {what}")
+        return data
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if self.disabled:
+            return initial
+        return None if data is None else InvalidJSONInput(data)
+
+
 class TaskForm(forms.ModelForm):
     action = ActionField(
         choices=_action_choices,
@@ -108,6 +133,7 @@ class TaskForm(forms.ModelForm):
     class Meta:
         model = Task
         fields = ("id", *services.TASK_FIELDS)
+        field_classes = {"payload": PayloadField}
         widgets = {
             "timezone": forms.TextInput(attrs={"list": "tasks-zones", "autocomplete": "off"}),
             "cron": forms.TextInput(

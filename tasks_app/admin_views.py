@@ -245,6 +245,9 @@ def payload_check_view(request: HttpRequest) -> JsonResponse:
         payload = json.loads(request.POST.get("payload") or "{}")
     except json.JSONDecodeError as exc:
         return JsonResponse({"ok": False, "errors": [f"not valid JSON: {exc}"]})
+    except RecursionError:
+        message = f"nests deeper than {validation.MAX_JSON_DEPTH} levels"
+        return JsonResponse({"ok": False, "errors": [message]})
     task = Task(action=request.POST.get("action", ""), payload=payload)
     try:
         validation.validate_task(task)

@@ -185,8 +185,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
     if not task.is_recurring:
         raise ValidationError({"schedule_type": ["backfill needs an interval or cron schedule"]})
     for name, value in (("start", start), ("end", end)):
-        if timezone.is_naive(value):
-            raise ValidationError({name: ["must include a time-zone offset"]})
+        validation.check_instant(value, field=name)
     if end <= start:
         raise ValidationError({"end": ["must be after start"]})
     limit = settings.TASKS_BACKFILL_MAX_RUNS

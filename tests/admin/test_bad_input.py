@@ -1,0 +1,138 @@
+"""Input edges and bounds through the admin task form: each is an error next to its field
+(the form shown again, 200) and the database unchanged. docs/input-rules.md has the table."""
+
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from django.urls import reverse
+from django_celery_beat.models import PeriodicTask
+
+from tasks_app.models import Run, Task, TaskAuditEntry
+
+pytestmark = pytest.mark.django_db
+
+
+def counts() -> tuple[int, int, int, int]:
+    return (
+        Task.objects.count(),
+        Run.objects.count(),
+        PeriodicTask.objects.count(),
+        TaskAuditEntry.objects.count(),
+    )
+
+
+def form(**overrides: str) -> dict[str, str]:
+    data = {
+        "id": "edge-case",
+        "name": "",
+        "description": "",
+        "action": "echo",
+        "payload": '{"message": "hi"}',
+        "schedule_type": "none",
+        "run_at_0": "",
+        "run_at_1": "",
+        "interval_seconds": "",
+        "cron": "",
+        "timezone": "UTC",
+        "delay_seconds": "",
+        "queue": settings.CELERY_TASK_DEFAULT_QUEUE,
+        "priority": "5",
+        "max_retries": "0",
+        "retry_backoff_seconds": "10",
+        "timeout_seconds": "",
+        "expires_after_seconds": "",
+        "jitter_seconds": "0",
+        "overlap_policy": "allow",
+        "catchup": "skip",
+        "catchup_window_seconds": "3600",
+        "start_at_0": "",
+        "start_at_1": "",
+        "end_at_0": "",
+        "end_at_1": "",
+        "max_runs": "",
+        "pause_after_failures": "",
+        "alert_after_seconds": "",
+    }
+    data.update(overrides)
+    return data
+
+
+CRON = {"schedule_type": "cron", "timezone": "UTC"}
+INTERVAL = {"schedule_type": "interval", "interval_seconds": "60"}
+
+# name: (form overrides, field, text in its error)
+CASES: dict[str, tuple[dict[str, str], str, str]] = {
+    "payload with a lone surrogate escape": (
+        {"payload": '{"message": "\\ud800"}'},
+        "payload",
+        "at payload.message: must not contain lone surrogates",
+    ),
+    "payload with a NUL escape": (
+        {"payload": '{"message": "a\\u0000b"}'},
+        "payload",
+        "NUL",
+    ),
+    "payload nested 900 levels": (
+        {"action": "noop", "payload": '{"a": ' + "[" * 900 + "]" * 900 + "}"},
+        "payload",
+        "deeper than 32 levels",
+    ),
+    "cron with Arabic-Indic digits": (
+        {**CRON, "cron": "\u0661 * * * *"},
+        "cron",
+        "is not a number (digits 0-9)",
+    ),
+    "queue with a slash": ({"queue": "a/b"}, "queue", "'/'"),
+    "queue no worker consumes": ({"queue": "nobody-listens"}, "queue", "TASKS_QUEUES"),
+    "priority 10": ({"priority": "10"}, "priority", "less than or equal to 9"),
+    "max_retries 101": ({"max_retries": "101"}, "max_retries", "less than or equal to 100"),
+    "catchup window 10**9 s": (
+        {"catchup_window_seconds": str(10**9)},
+        "catchup_window_seconds",
+        "less than or equal to 31622400",
+    ),
+    "jitter over a day": (
+        {**INTERVAL, "interval_seconds": "172800", "jitter_seconds": "90000"},
+        "jitter_seconds",
+        "less than or equal to 86400",
+    ),
+    "pause after 10,001 failures": (
+        {"pause_after_failures": "10001"},
+        "pause_after_failures",
+        "less than or equal to 10000",
+    ),
+    "start_at in year 9999": (
+        {**INTERVAL, "start_at_0": "9999-12-31", "start_at_1": "23:59:59"},
+        "start_at",
+        "between 1970-01-01",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_is_an_error_next_to_the_field_and_writes_nothing(
+    operator: Client, case: str
+) -> None:
+    overrides, field, text = CASES[case]
+    before = counts()
+    response = operator.post(reverse("admin:tasks_app_task_add"), form(**overrides))
+    assert response.status_code == 200, "the form was accepted"
+    errors = response.context["adminform"].form.errors
+    assert field in errors and any(text in m for m in errors[field]), errors
+    assert counts() == before
+
+
+def test_the_live_preview_answers_400_for_an_instant_out_of_range(operator: Client) -> None:
+    response = operator.get(
+        reverse("admin:tasks_app_task_preview"),
+        {
+            "schedule_type": "interval",
+            "interval_seconds": "60",
+            "end_at_0": "9999-12-31",
+            "end_at_1": "23:59:59",
+        },
+    )
+    assert response.status_code == 400
+    assert "between 1970-01-01" in response.json()["errors"]["end_at"][0]["message"]
