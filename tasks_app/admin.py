@@ -104,9 +104,7 @@ class PayloadField(forms.JSONField):
         try:
             data = super().to_python(value)
         except RecursionError:
-            raise ValidationError(
-                f"nests deeper than {validation.MAX_JSON_DEPTH} levels"
-            ) from None
+            raise ValidationError(f"nests deeper than {validation.MAX_JSON_DEPTH} levels") from None
         found = validation.json_problem(data, "payload")
         if found is not None:
             where, what = found

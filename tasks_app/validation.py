@@ -69,7 +69,7 @@ def bounds_validators(name: str) -> list[MinValueValidator | MaxValueValidator]:
     return [MinValueValidator(bounds.low), MaxValueValidator(bounds.high)]
 
 
-def bounds_constraints(table: str) -> list[models.CheckConstraint]:
+def bounds_constraints(table: str) -> list[models.BaseConstraint]:
     """One CHECK constraint per bounded column (NULL passes: the field is optional). The
     services do not ask Django to evaluate them before a save (one query each): the field
     validators above state the same ranges."""
