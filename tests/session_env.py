@@ -5,10 +5,10 @@ import os
 import uuid
 
 os.environ.setdefault("TASKS_DEFAULT_QUEUE", f"test-{uuid.uuid4().hex[:10]}")
-# The session's queues a task may name: its own and the action tests' worker's
-# (tests/actions/conftest.py).
+# The session's queues a task may name: its own, the action tests' worker's
+# (tests/actions/conftest.py) and the quorum-queue test's (tests/e2e/test_quorum_queues.py).
 _queue = os.environ["TASKS_DEFAULT_QUEUE"]
-os.environ.setdefault("TASKS_QUEUES", f"{_queue},{_queue}-actions")
+os.environ.setdefault("TASKS_QUEUES", f"{_queue},{_queue}-actions,{_queue}-quorum")
 os.environ.setdefault(
     "TASKS_EXTRA_APPS", "tests.effects"
 )  # test actions + effect rows (tests/effects)
