@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('django_celery_beat', '0019_alter_periodictasks_options'),
-        ('tasks_app', '0004_task_rules_in_sql'),
+        ('tasks_app', '0005_task_schedule_error'),
     ]
 
     operations = [
