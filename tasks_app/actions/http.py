@@ -5,8 +5,12 @@ resolves the host itself, checks **every** address it resolves to, and connects 
 checked address, so a DNS answer that changes between a check and the connect (rebinding)
 gains nothing. Refused unless inside ``TASKS_HTTP_ALLOWED_NETWORKS``: private, loopback,
 link-local (the cloud metadata address 169.254.169.254 among them), multicast, unspecified,
-reserved and other non-global addresses, IPv4-mapped IPv6 forms included. Numeric spellings
-such as ``0x7f000001`` or ``2130706433`` resolve to 127.0.0.1 and are refused as such.
+reserved and other non-global addresses. An IPv6 address that carries an IPv4 address
+(IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, 6to4 ``2002:AABB:CCDD::/16``,
+Teredo ``2001::/32`` with its server and client, NAT64 ``64:ff9b::/96``) is refused when the
+IPv4 address is; site-local ``fec0::/10`` and local-use NAT64 ``64:ff9b:1::/48`` are refused
+outright (Python 3.11's ``ipaddress`` tables call them global). Numeric spellings such as
+``0x7f000001`` or ``2130706433`` resolve to 127.0.0.1 and are refused as such.
 
 Redirects are followed by hand (at most ``TASKS_HTTP_MAX_REDIRECTS``) and every hop goes
 through the same check; credentials (``Authorization``, ``Cookie``) are dropped when a
@@ -43,6 +47,13 @@ CREDENTIAL_HEADERS = {"authorization", "cookie", "proxy-authorization"}
 USER_AGENT = "scheduled-tasks-webhook/1"
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")
+IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+# Not global, although Python 3.11's tables say they are.
+NON_GLOBAL_IPV6 = (
+    (ipaddress.IPv6Network("fec0::/10"), "a site-local"),
+    (ipaddress.IPv6Network("64:ff9b:1::/48"), "a local-use NAT64"),
+)
 
 SCHEMA: dict[str, JSON] = {
     "type": "object",
@@ -229,12 +240,36 @@ def allowed_networks() -> tuple[Network, ...]:
     return _parse_networks(tuple(settings.TASKS_HTTP_ALLOWED_NETWORKS))
 
 
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries (a packet to it reaches them), labelled."""
+    found: list[tuple[str, ipaddress.IPv4Address]] = []
+    if address.sixtofour is not None:
+        found.append(("a 6to4 address wrapping", address.sixtofour))
+    if address.teredo is not None:
+        server, client = address.teredo
+        found += [("a Teredo address whose server is", server), ("a Teredo address whose client is", client)]
+    low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in NAT64_WELL_KNOWN:
+        found.append(("a NAT64 address for", low32))
+    if address in IPV4_COMPATIBLE and int(address) > 1:  # :: and ::1 are themselves
+        found.append(("an IPv4-compatible address for", low32))
+    return found
+
+
 def refusal_reason(address: IPAddress) -> str | None:
     """Why ``address`` is refused, or ``None`` when it may be called."""
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     if any(address in network for network in allowed_networks()):
         return None
+    if isinstance(address, ipaddress.IPv6Address):
+        for label, inner in embedded_ipv4(address):
+            reason = refusal_reason(inner)
+            if reason is not None:
+                return f"{label} {inner}, {reason}"
+        for network, label in NON_GLOBAL_IPV6:
+            if address in network:
+                return f"{label} address"
     if address == ipaddress.IPv4Address("169.254.169.254"):
         return "the cloud metadata address"
     for label, flag in (

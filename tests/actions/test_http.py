@@ -7,6 +7,7 @@ connection attempt: a spy on ``socket.connect`` proves it, and the listener coun
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import socket
 import threading
@@ -15,7 +16,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from tasks_app import actions, services
-from tasks_app.actions.http import http_request
+from tasks_app.actions.http import http_request, refusal_reason
 from tasks_app.models import Run, RunStatus
 from tests.actions.conftest import LOOPBACK_ONLY, Listener
 from tests.actions.helpers import context, finished
@@ -124,6 +125,18 @@ def test_redirect_is_followed_with_get(listener: Listener, loopback_allowed: Non
         ("http://192.168.1.1/", "private"),
         ("http://169.254.169.254/latest/meta-data/", "metadata"),
         ("http://224.0.0.1/", "multicast"),
+        # IPv6 forms that carry an IPv4 address are judged by that address.
+        ("http://[2002:7f00:1::1]:{port}/", "6to4 address wrapping 127.0.0.1, a loopback"),
+        ("http://[2002:a9fe:a9fe::]/", "6to4 address wrapping 169.254.169.254, the cloud"),
+        ("http://[2002:c0a8:101::1]/", "6to4 address wrapping 192.168.1.1, a private"),
+        ("http://[2001:0:7f00:1::1]/", "Teredo address whose server is 127.0.0.1"),
+        # Teredo's client address is stored inverted: 3fff:fdd2 is 192.0.2.45.
+        ("http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "whose client is 192.0.2.45"),
+        ("http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "whose client is 127.0.0.1"),
+        ("http://[::127.0.0.1]:{port}/", "IPv4-compatible address for 127.0.0.1, a loopback"),
+        ("http://[64:ff9b::a00:1]/", "NAT64 address for 10.0.0.1, a private"),
+        ("http://[fec0::1]/", "site-local"),
+        ("http://[64:ff9b:1::1]/", "local-use NAT64"),
         ("file:///etc/passwd", "only http:// and https://"),
         ("ftp://example.com/", "only http:// and https://"),
         ("gopher://127.0.0.1:{port}/", "only http:// and https://"),
@@ -142,6 +155,21 @@ def test_private_destinations_are_refused_before_connecting(
         assert "TASKS_HTTP_ALLOWED_NETWORKS" in message  # says how to allow it
     assert connects == []  # no connection was even attempted
     assert listener.connections == 0 and listener.requests == []
+
+
+@pytest.mark.parametrize(
+    "address", ["2002:808:808::1", "2001:0:4136:e378:8000:63bf:f7f7:f7f7", "2606:4700::1111"]
+)
+def test_ipv6_wrapping_a_public_ipv4_or_plain_global_is_not_refused(
+    address: str, nothing_allowed: None
+) -> None:
+    # The IPv4-carrying checks judge the carried address: 6to4 of 8.8.8.8 is a public host.
+    # Teredo (2001::/32) stays refused as a whole: Python's tables list it as private.
+    reason = refusal_reason(ipaddress.ip_address(address))
+    if address.startswith("2001:0:"):
+        assert reason == "a private address"
+    else:
+        assert reason is None
 
 
 @pytest.mark.parametrize(
