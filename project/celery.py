@@ -1,14 +1,47 @@
-"""The Celery application shared by the web, worker and beat processes."""
+"""The Celery application shared by the web, worker and beat processes.
+
+Celery masks a setting in ``celery report`` and in a worker's ``inspect conf`` answer (which
+Flower shows) only when its *name* looks secret (``celery.app.utils.HIDDEN_SETTINGS``) or is
+exactly ``broker_url``/``*backend*``. Read from Django's settings, the broker URL is named
+``CELERY_BROKER_URL`` and the cache URL sits in ``CACHES["default"]["LOCATION"]``: both were
+printed with their passwords. So Celery's filter is wrapped: after it, the password of every
+URL in the configuration, at any depth, is masked with Celery's own ``sanitize_url``.
+Celery offers no hook for this; its ``Settings.table`` looks the filter up by module name on
+each call, which is what is replaced here.
+"""
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from celery import Celery
+from celery.app import utils as celery_app_utils
 from celery.signals import celeryd_after_setup
 
 from . import queues
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+
+MASK = "********"
+_celery_filter_hidden_settings = celery_app_utils.filter_hidden_settings
+
+
+def _mask_urls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _mask_urls(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_mask_urls(item) for item in value)
+    if isinstance(value, str) and "://" in value:
+        return celery_app_utils.sanitize_url(value, mask=MASK)
+    return value
+
+
+def filter_hidden_settings(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """Celery's filter (secret-looking names), then every URL's password masked."""
+    return {key: _mask_urls(value) for key, value in _celery_filter_hidden_settings(conf).items()}
+
+
+celery_app_utils.filter_hidden_settings = filter_hidden_settings
 
 # project.queues: every queue the product declares gets the type of TASKS_QUEUE_TYPE.
 app = Celery("project", amqp="project.queues:AMQP")

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 
@@ -81,6 +83,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
+    "csp",
     "tasks_app",
     # Your own apps (e.g. one that registers actions), comma-separated dotted paths.
     *env_list("TASKS_EXTRA_APPS", ""),
@@ -95,6 +99,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during authentication into a 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "project.urls"
@@ -138,12 +145,14 @@ DATABASES = {"default": dict(_database)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache --------------------------------------------------------------------------------
-REDIS_URL = os.environ.get("REDIS_URL", "")
-if REDIS_URL:
+# A lower-case name: not a Django setting, so it is nowhere to be printed (the cache's
+# LOCATION is masked in Celery's reports by project.celery).
+_redis_url = os.environ.get("REDIS_URL", "")
+if _redis_url:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
+            "LOCATION": _redis_url,
             "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "tasks"),
         }
     }
@@ -158,6 +167,12 @@ else:
     }
 
 # --- Auth, i18n, static -------------------------------------------------------------------
+# django-axes first: every password login (the admin's, the API's session login at
+# /api/auth/login/) is refused while its (username, client address) pair is locked out.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -191,10 +206,49 @@ CSRF_COOKIE_SECURE = SECURE_SSL
 SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000")) if SECURE_SSL else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_SSL
 SECURE_HSTS_PRELOAD = SECURE_SSL
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# How many reverse proxies (load balancer, PaaS router, ...) stand in front of web, each
+# appending the address it saw to X-Forwarded-For. The one setting behind both the client
+# address (API throttling, login lockout, /metrics networks: tasks_app.client_address) and
+# trusting X-Forwarded-Proto for HTTPS. 0: nothing from those headers is believed (a client
+# could forge them); 1 on a PaaS or behind one proxy you run.
+TASKS_TRUSTED_PROXIES = int(os.environ.get("TASKS_TRUSTED_PROXIES", "0"))
+if TASKS_TRUSTED_PROXIES < 0:
+    raise ImproperlyConfigured("TASKS_TRUSTED_PROXIES must be 0 or more (proxies in front of web)")
+if TASKS_TRUSTED_PROXIES:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_REDIRECT_EXEMPT = [r"^api/health$", r"^metrics$"]
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp) on every page: scripts, styles, images, fonts and
+# requests from this origin only (the admin's scripts and the Swagger UI are static files,
+# drf-spectacular-sidecar's for the latter), no plugins, no framing. Inline style attributes
+# stay allowed: the admin's templates and Swagger UI's components use them.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, "'unsafe-inline'"],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Login lockout (django-axes): TASKS_LOGIN_FAILURE_LIMIT failed password logins for one
+# username from one client address lock that pair out (HTTP 429) for
+# TASKS_LOGIN_COOLOFF_SECONDS; a failure during the lockout starts the cool-off again. Pairs,
+# not addresses alone, so an attacker cannot lock the real operator out from elsewhere.
+# Attempts are rows (the admin's "Access attempts"); `manage.py axes_reset` lifts lockouts.
+AXES_FAILURE_LIMIT = int(os.environ.get("TASKS_LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(seconds=env_float("TASKS_LOGIN_COOLOFF_SECONDS", 900.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "tasks_app.client_address.client_ip"
+AXES_VERBOSE = False
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DJANGO_MAX_BODY_BYTES", str(1024 * 1024)))
 
 # --- Celery -------------------------------------------------------------------------------
@@ -387,6 +441,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "tasks_app.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    # X-Forwarded-For is believed up to the trusted proxies only (see TASKS_TRUSTED_PROXIES).
+    "NUM_PROXIES": TASKS_TRUSTED_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduled tasks API",
@@ -398,6 +454,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # No badge fetched from the public validator (and no request leaving for it).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
         "TaskStatusEnum": "tasks_app.models.TaskStatus",

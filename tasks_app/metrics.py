@@ -18,8 +18,8 @@ each see a slice. Instead every figure is read at scrape time from the shared st
 
 Access: a request carrying ``Authorization: Bearer <TASKS_METRICS_TOKEN>`` (when that setting
 is non-empty), or one whose address lies in ``TASKS_METRICS_ALLOWED_NETWORKS`` (CIDRs, default
-loopback only; the address is ``REMOTE_ADDR``, so a reverse proxy in front counts as its own
-address). Anything else gets 401/403.
+loopback only; the address is the client's as ``TASKS_TRUSTED_PROXIES`` lets it be known:
+``tasks_app.client_address``). Anything else gets 401/403.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from . import health
+from .client_address import client_ip
 from .models import Run, RunStatus, Task
 
 log = logging.getLogger(__name__)
@@ -241,7 +242,7 @@ def metrics_allowed(request: HttpRequest) -> tuple[bool, int]:
     if token and header.startswith("Bearer "):
         return hmac.compare_digest(header[7:].strip().encode(), token.encode()), 401
     try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+        address = ipaddress.ip_address(client_ip(request))
     except ValueError:
         return False, 401
     if any(address in net for net in _allowed_networks()):

@@ -247,7 +247,10 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.I
         found.append(("a 6to4 address wrapping", address.sixtofour))
     if address.teredo is not None:
         server, client = address.teredo
-        found += [("a Teredo address whose server is", server), ("a Teredo address whose client is", client)]
+        found += [
+            ("a Teredo address whose server is", server),
+            ("a Teredo address whose client is", client),
+        ]
     low32 = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     if address in NAT64_WELL_KNOWN:
         found.append(("a NAT64 address for", low32))

@@ -1,6 +1,6 @@
 """The API's front door for people and for clients that guess URLs.
 
-- ``/api/docs`` (Swagger UI) sends an anonymous browser to the login page and back, rather
+- ``/api/docs`` (Swagger UI, no inline script) sends an anonymous browser to the login page and back, rather
   than answering a bare 401 (the schema itself, ``/api/schema``, stays a 401 for machines).
 - A trailing slash is tolerated: ``/api/tasks/`` answers 308 to ``/api/tasks`` (308 keeps
   the method and the body, so a POST is repeated as a POST).
@@ -15,15 +15,19 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.urls import Resolver404, resolve, reverse
-from drf_spectacular.views import SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 from rest_framework import exceptions
 from rest_framework.response import Response
 
 from .errors import error_body
 
 
-class DocsView(SpectacularSwaggerView):
-    """Swagger UI; an anonymous visitor is sent to the login page, then back here."""
+class DocsView(SpectacularSwaggerSplitView):
+    """Swagger UI; an anonymous visitor is sent to the login page, then back here.
+
+    The split view: its start-up script is a second request to this URL (``?script=``)
+    rather than an inline ``<script>``, so the Content-Security-Policy can allow scripts from
+    this origin only (every Swagger UI file comes from drf-spectacular-sidecar)."""
 
     def handle_exception(self, exc: Exception) -> Response | HttpResponse:
         if isinstance(exc, exceptions.NotAuthenticated):

@@ -65,15 +65,25 @@ STATIC = {
 }
 
 
-def test_swagger_ui_is_served_without_a_cdn(api: APIClient) -> None:
+def test_swagger_ui_is_served_without_a_cdn_or_inline_script(api: APIClient) -> None:
     # Plain static storage: this test must not depend on a prior `collectstatic` (make test
     # runs one; the manifest storage then serves the same sidecar files).
     with override_settings(STORAGES=STATIC):
         response = api.get("/api/docs")
     assert response.status_code == 200
     page = response.content.decode()
-    assert "swagger-ui" in page and "/api/schema" in page
+    assert "swagger-ui" in page
     assert "cdn.jsdelivr.net" not in page and "unpkg.com" not in page
+    # Every script is a file from this origin (the CSP allows no other), the start-up one too.
+    scripts = re.findall(r"<script([^>]*)>", page)
+    assert scripts and all('src="/' in attrs for attrs in scripts), scripts
+    policy = response["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "unsafe-inline' " not in policy.split("style-src")[0]
+    start = re.search(r'<script src="(/api/docs\?[^"]*script=[^"]*)"', page)
+    assert start is not None
+    script = api.get(start.group(1).replace("&amp;", "&"))
+    assert script.status_code == 200 and script["Content-Type"].startswith("application/javascript")
+    assert "/api/schema" in script.content.decode()
 
 
 # Operations whose bodies carry rules a JSON Schema cannot state (a registered action, a

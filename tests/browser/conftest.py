@@ -56,13 +56,26 @@ def browser() -> Iterator[object]:
         browser.close()
 
 
+def _refusals_recorded(page) -> list[str]:
+    """Content-Security-Policy refusals the browser reports on this page's console, from
+    every page it visits: the pages must work under the policy the server sends."""
+    refused: list[str] = []
+    page.on(
+        "console",
+        lambda msg: refused.append(msg.text) if "Content Security Policy" in msg.text else None,
+    )
+    return refused
+
+
 @pytest.fixture
 def page(browser) -> Iterator[object]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
+    refused = _refusals_recorded(page)
     yield page
     context.close()
+    assert refused == []
 
 
 @pytest.fixture
@@ -71,8 +84,10 @@ def wide_page(browser) -> Iterator[object]:
     context = browser.new_context(viewport=WIDE, timezone_id="Europe/Paris", locale="en-GB")
     page = context.new_page()
     page.set_default_timeout(15_000)
+    refused = _refusals_recorded(page)
     yield page
     context.close()
+    assert refused == []
 
 
 @pytest.fixture

@@ -76,7 +76,7 @@
         body.set("action", select.value);
         body.set("payload", textarea.value);
         box.setAttribute("data-state", "checking");
-        fetch(window.tasksPayloadCheckUrl, {
+        fetch(JSON.parse(byId("tasks-payload-check-url").textContent), {
           method: "POST", credentials: "same-origin", body: body,
           headers: { "X-CSRFToken": csrf(), "Accept": "application/json" }
         }).then(function (r) { return r.json(); })
