@@ -66,6 +66,55 @@ def test_check_deploy_catches_a_weakened_deployment() -> None:
     assert weak_key.returncode != 0 and "security.W009" in weak_key.stderr
 
 
+PROXY_PROBE = (
+    "from django.conf import settings; "
+    "print(settings.SECURE_PROXY_SSL_HEADER, settings.REST_FRAMEWORK['NUM_PROXIES'])"
+)
+
+
+def test_forwarded_headers_are_believed_only_behind_a_declared_proxy() -> None:
+    key = secrets.token_urlsafe(50)
+    alone = manage("shell", "-v", "0", "-c", PROXY_PROBE, DJANGO_SECRET_KEY=key, **PRODUCTION)
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.split() == ["None", "0"]  # X-Forwarded-Proto/-For ignored
+    behind = manage(
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        PROXY_PROBE,
+        DJANGO_SECRET_KEY=key,
+        TASKS_TRUSTED_PROXIES="1",
+        **PRODUCTION,
+    )
+    assert behind.stdout.split() == ["('HTTP_X_FORWARDED_PROTO',", "'https')", "1"]
+    # The PaaS set-up (one router in front) passes the deployment check as well.
+    check = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DJANGO_SECRET_KEY=key,
+        TASKS_TRUSTED_PROXIES="1",
+        **PRODUCTION,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    bad = manage("check", DJANGO_SECRET_KEY=key, TASKS_TRUSTED_PROXIES="-1", **PRODUCTION)
+    assert bad.returncode != 0 and "TASKS_TRUSTED_PROXIES must be 0 or more" in bad.stderr
+
+
+def test_every_page_carries_the_content_security_policy(client, admin_client) -> None:
+    pages = [(client, "/admin/login/"), (client, "/api/auth/login/")] + [
+        (admin_client, path) for path in ("/admin/", "/admin/tasks_app/task/add/", "/api/docs")
+    ]
+    for browser, path in pages:
+        response = browser.get(path)
+        assert response.status_code == 200, path
+        policy = response["Content-Security-Policy"]
+        assert "default-src 'self'" in policy and "script-src 'self';" in policy, path
+        assert "frame-ancestors 'none'" in policy and "object-src 'none'" in policy, path
+
+
 def test_refuses_to_start_without_a_secret_key() -> None:
     done = manage("check", **PRODUCTION)
     assert done.returncode != 0

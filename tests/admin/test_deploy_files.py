@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -51,6 +52,21 @@ def test_every_process_and_service_is_there_with_its_port() -> None:
     assert env["REDIS_URL"].startswith("redis://redis:")
 
 
+def test_compose_needs_a_secret_key_and_keeps_flower_private() -> None:
+    services = compose()["services"]
+    # ${VAR:?message}: compose refuses to start without it; no known key to fall back on.
+    for name in ("release", "web", "worker", "beat", "flower"):
+        assert services[name]["environment"]["DJANGO_SECRET_KEY"].startswith(
+            "${DJANGO_SECRET_KEY:?"
+        )
+    flower = services["flower"]
+    assert flower["environment"]["FLOWER_BASIC_AUTH"].startswith("${FLOWER_BASIC_AUTH:?")
+    assert flower["environment"]["FLOWER_UNAUTHENTICATED_API"] == "false"
+    assert flower["ports"] == ["127.0.0.1:5555:5555"]
+    published = [p for svc in services.values() for p in svc.get("ports", [])]
+    assert [p for p in published if not p.startswith("127.0.0.1:")] == ["8000:8000"]
+
+
 def test_dockerfile_builds_one_image_that_runs_as_a_user() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert text.startswith("#") and "FROM python:3.11" in text
@@ -72,7 +88,19 @@ def test_compose_config_accepts_the_file() -> None:
     cli = _compose_cli()
     if cli is None:
         pytest.skip("neither the docker compose plugin nor docker-compose is installed")
-    out = subprocess.run(
-        [*cli, "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, timeout=60
-    )
+
+    def config(**env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*cli, "-f", str(COMPOSE), "config", "-q"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/"), **env},
+        )
+
+    out = config(DJANGO_SECRET_KEY="k" * 50, FLOWER_BASIC_AUTH="admin:pw-5d1c")
     assert out.returncode == 0, out.stderr
+    no_key = config(FLOWER_BASIC_AUTH="admin:pw-5d1c")
+    assert no_key.returncode != 0 and "DJANGO_SECRET_KEY" in no_key.stderr
+    no_flower_password = config(DJANGO_SECRET_KEY="k" * 50)
+    assert no_flower_password.returncode != 0 and "FLOWER_BASIC_AUTH" in no_flower_password.stderr
