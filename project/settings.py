@@ -370,7 +370,7 @@ TASKS_BEAT_STOCK_CHECK_SECONDS = env_float("TASKS_BEAT_STOCK_CHECK_SECONDS", 10.
 TASKS_BEAT_LOG_TICKS = env_bool("TASKS_BEAT_LOG_TICKS", False)
 # Reliability (docs/reliability.md). A worker renews a running run's lease (heartbeat_at)
 # every TASKS_HEARTBEAT_SECONDS; beat's sweep treats a run whose lease is older than
-# TASKS_STALL_SECONDS (keep it several heartbeats long) as lost and retries or fails it.
+# TASKS_STALL_SECONDS (keep it several heartbeats long) as lost: an interruption.
 TASKS_HEARTBEAT_SECONDS = env_float("TASKS_HEARTBEAT_SECONDS", 10.0)
 TASKS_STALL_SECONDS = env_float("TASKS_STALL_SECONDS", 60.0)
 # A run queued this long past its due time while its queue holds no ready message lost its
@@ -379,6 +379,14 @@ TASKS_REQUEUE_AFTER_SECONDS = env_float("TASKS_REQUEUE_AFTER_SECONDS", 120.0)
 # How long a worker keeps retrying to record a finished run's outcome while the database is
 # unreachable (after that the lease expires and the sweep takes over).
 TASKS_DB_RETRY_SECONDS = env_float("TASKS_DB_RETRY_SECONDS", 30.0)
+# A run cut off by its worker's death runs again as a new attempt that does not count against
+# max_retries, at most this many times; the next interruption fails it (a poison pill that
+# kills every worker running it).
+TASKS_MAX_INTERRUPTIONS = int(os.environ.get("TASKS_MAX_INTERRUPTIONS", "3"))
+# On SIGTERM (a deploy) or Ctrl-C a worker stops taking runs and lets the running ones finish
+# for this long, then hands the rest back to the broker for another worker (an interruption,
+# not a failure). Keep it a few seconds under the platform's grace period before SIGKILL.
+TASKS_SHUTDOWN_GRACE_SECONDS = env_float("TASKS_SHUTDOWN_GRACE_SECONDS", 25.0)
 
 # --- Actions (docs/actions.md) --------------------------------------------------------------
 # http: private, loopback, link-local, multicast, reserved and metadata addresses are refused

@@ -48,6 +48,9 @@ class RunStatus(models.TextChoices):
     COMPLETED = "completed"
     FAILED = "failed"
     RETRYING = "retrying"
+    # Cut off by its worker's death (kill, OOM, lost node, deploy): a new attempt follows
+    # that does not count against max_retries (docs/reliability.md).
+    INTERRUPTED = "interrupted"
     EXPIRED = "expired"
     CANCELLED = "cancelled"
     SKIPPED = "skipped"
@@ -58,6 +61,7 @@ FINAL_RUN_STATUSES = frozenset(
         RunStatus.COMPLETED,
         RunStatus.FAILED,
         RunStatus.RETRYING,
+        RunStatus.INTERRUPTED,
         RunStatus.EXPIRED,
         RunStatus.CANCELLED,
         RunStatus.SKIPPED,

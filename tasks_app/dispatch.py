@@ -247,15 +247,21 @@ def _batch_publisher() -> BatchPublisher:
     return _publisher
 
 
+# The attempts of a run that was interrupted go ahead of the queue's backlog: the run had
+# reached the front of it once already, and its worker's death should not send it to the back.
+INTERRUPTED_RUN_PRIORITY = 9
+
+
 def message_options(run: Run, *, now: datetime) -> dict[str, object]:
-    """The Celery message for ``run``: its id, ETA, queue, priority and time limits."""
+    """The Celery message for ``run``: its id, ETA, queue, priority (the task's, or
+    ``INTERRUPTED_RUN_PRIORITY`` once the run was interrupted) and time limits."""
     task = run.task
     timeout = task.timeout_seconds or settings.TASKS_DEFAULT_TIMEOUT_SECONDS
     options: dict[str, object] = {
         "args": [str(run.id)],
         "task_id": str(run.id),
         "queue": queues.destination(task.queue, delay=_delay(run, now)),
-        "priority": task.priority,
+        "priority": INTERRUPTED_RUN_PRIORITY if run.interruptions else task.priority,
         "soft_time_limit": timeout,
         "time_limit": timeout + HARD_LIMIT_GRACE_SECONDS,
         "confirm_timeout": PUBLISH_CONFIRM_TIMEOUT_SECONDS,

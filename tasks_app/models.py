@@ -182,8 +182,13 @@ class Run(models.Model):
     # No index of its own: run_task_due_idx (task, -due_at) serves every lookup by task.
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs", db_index=False)
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
-    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
+    status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.PENDING)
     attempt = models.PositiveIntegerField(default=1)
+    interruptions = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="Earlier attempts of this run cut off by their worker's death "
+        "(not counted against max_retries).",
+    )
     first_attempt = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retries"
     )

@@ -34,6 +34,7 @@ CHART_STATUSES = (
     RunStatus.RUNNING,
     RunStatus.QUEUED,
     RunStatus.RETRYING,
+    RunStatus.INTERRUPTED,
     RunStatus.FAILED,
     RunStatus.EXPIRED,
     RunStatus.CANCELLED,

@@ -18,6 +18,7 @@ from . import (
     health,  # noqa: F401  (starts the worker heartbeat: tasks_app.health)
     recovery,
     services,
+    shutdown,  # noqa: F401  (the worker's shutdown grace: tasks_app.shutdown)
 )
 from .models import Run, Task, Trigger
 from .services.retry_policy import timed_out_error
@@ -112,7 +113,11 @@ def execute_run(self: CeleryTask, run_id: str) -> dict[str, object] | None:
         raise Reject(f"database unavailable: {exc}", requeue=True) from exc
     except SoftTimeLimitExceeded:  # the limit struck outside the action (claim or record)
         task = Task.objects.filter(runs__id=run_id).first()
-        lost = None if task is None else run_lost(run_id=run_id, error=timed_out_error(task))
+        lost = (
+            None
+            if task is None
+            else run_lost(run_id=run_id, error=timed_out_error(task), executor=True)
+        )
         return None if lost is None else {"run_id": run_id, "status": lost.status}
     if run is None:
         return None

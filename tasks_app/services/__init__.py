@@ -8,8 +8,8 @@ duplicated message or a second process racing for the same row changes nothing.
 Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``schedule_sync`` (a
 task's schedule, next fire and beat entry), ``run_create`` (new runs and attempts),
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
-cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing`` (recurring
-fires recorded by beat), ``alarms`` (missed-run alarms), ``duplicate``, ``audit``, ``errors``.
+interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
+(recurring fires recorded by beat), ``alarms`` (missed-run alarms), ``duplicate``, ``audit``, ``errors``.
 """
 
 from .alarms import alarms_check
@@ -25,6 +25,7 @@ from .run_lifecycle import (
     run_complete,
     run_execute,
     run_fail,
+    run_interrupt,
     run_lost,
 )
 from .run_release import horizon, publish_runs, release_due_runs
@@ -59,6 +60,7 @@ __all__ = [
     "run_create",
     "run_execute",
     "run_fail",
+    "run_interrupt",
     "run_lost",
     "run_retry",
     "schedule_fire_due",

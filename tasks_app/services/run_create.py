@@ -24,6 +24,7 @@ def new_run(
     attempt: int = 1,
     first_attempt_id: Any = None,
     expires_at: datetime | None = None,
+    interruptions: int = 0,
 ) -> Run:
     """An unsaved ``pending`` run of ``task`` (its deadline from ``expires_after_seconds``
     unless given)."""
@@ -38,6 +39,7 @@ def new_run(
         attempt=attempt,
         first_attempt_id=first_attempt_id,
         expires_at=expires_at,
+        interruptions=interruptions,
     )
 
 

@@ -14,7 +14,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -35,6 +35,10 @@ from .tasks import task_pause
 log = logging.getLogger(__name__)
 # The database is unreachable (restart, failover, network): worth waiting for, not a failure.
 DB_ERRORS = (OperationalError, InterfaceError)
+# How long a redelivered message for a running run waits for the run's executor lock before
+# concluding that the executor is alive (the backend of a process killed a moment ago may
+# take a few milliseconds to notice and drop the lock).
+EXECUTOR_LOCK_WAIT_SECONDS = 2.0
 
 
 def run_execute(*, run_id: str, worker: str) -> Run | None:
@@ -63,11 +67,11 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
         outcome = action.func(dict(task.payload), ctx)
     except SoftTimeLimitExceeded:
         error = timed_out_error(task)
-        return _persist(lambda: run_fail(run=run, error=error, retryable=True))
+        return _persist(lambda: run_fail(run=run, error=error, retryable=True, executor=True))
     except Exception as exc:  # the action's failure is the run's failure, never the worker's
         retryable = not isinstance(exc, actions.ActionError) or exc.retryable
         error = f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()}"
-        return _persist(lambda: run_fail(run=run, error=error, retryable=retryable))
+        return _persist(lambda: run_fail(run=run, error=error, retryable=retryable, executor=True))
     if isinstance(outcome, actions.Outcome):
         output, result = outcome.output, outcome.result
     else:
@@ -114,6 +118,9 @@ def _claim(run_id: uuid.UUID, *, worker: str, now: datetime, overlap_checked: bo
 
 def _claim_refused(run_id: uuid.UUID, *, worker: str, now: datetime) -> Run | None:
     run = Run.objects.select_related("task").filter(pk=run_id).first()
+    if run is not None and run.status == RunStatus.RUNNING:
+        _recover_if_orphaned(run)
+        return None
     if run is None or run.status != RunStatus.QUEUED:
         log.info("run %s is %s; message ignored", run_id, run.status if run else "gone")
         return None
@@ -135,6 +142,42 @@ def _claim_refused(run_id: uuid.UUID, *, worker: str, now: datetime) -> Run | No
         return _claim(run.pk, worker=worker, now=timezone.now(), overlap_checked=True)
 
 
+def _recover_if_orphaned(run: Run) -> None:
+    """A message for a ``running`` run: the broker redelivered it, because the connection
+    of the worker that took it closed. Either that worker died with the run (kill -9, OOM,
+    lost node, deploy past its grace) — then the run is interrupted and runs again at once,
+    seconds after the death instead of a stall window later — or only its broker
+    connection blinked and the executor is still at work: then the message is ignored.
+
+    The executor's session holds the run's executor lock from its claim to its completion
+    (``claim_run``), and Postgres drops it when that session's connection dies. The lock is
+    awaited for up to ``EXECUTOR_LOCK_WAIT_SECONDS``: the backend of a process killed a
+    moment ago may not have noticed yet. Once taken (until this transaction ends), the
+    executor cannot be recording an outcome, and :func:`run_interrupt` is conditional on
+    ``running`` in case it recorded one just before.
+    """
+    deadline = time.monotonic() + EXECUTOR_LOCK_WAIT_SECONDS
+    with transaction.atomic():
+        while not (gone := _executor_gone(run)):
+            if gone is None or time.monotonic() > deadline:
+                log.info(
+                    "run %s is running on %s (its executor is alive); redelivered message ignored",
+                    run.pk,
+                    run.worker or "another worker",
+                )
+                return
+            time.sleep(0.05)
+        who = run.worker or "its worker"
+        run_interrupt(run=run, reason=f"worker lost: {who} died while running it")
+
+
+def _executor_gone(run: Run) -> bool | None:
+    """Whether the run's executor lock is free (then held until the transaction ends);
+    ``None`` if this process's own session holds it (it is the executor)."""
+    row = store.fetch_one("executor_gone", {"run_id": run.pk})
+    return None if row is None else row[0]
+
+
 def _hold_for_pause(run: Run, *, now: datetime) -> None:
     """A message for a paused task's run arrived: a schedule fire is skipped (pausing stops
     fires), a delayed run goes back to ``pending`` until the task is resumed."""
@@ -152,11 +195,14 @@ def _hold_for_pause(run: Run, *, now: datetime) -> None:
 def _overlap_allows(run: Run, *, now: datetime) -> bool:
     """The task's overlap policy, decided at the instant the run would start.
 
-    Claims of one task are serialized on its row (``SELECT ... FOR UPDATE``), so two runs
-    can never both see "nothing running". ``skip``: a run due while another is running is
+    Claims of one task are serialized on its row (``SELECT ... FOR UPDATE``, taken after
+    the run's own row like every claim does), so two runs can never both see "nothing
+    running". ``skip``: a run due while another is running is
     ``skipped``. ``buffer_one``: it waits (back to ``pending``; beat offers it again next
     tick) unless an earlier run is already waiting, in which case it is ``skipped``.
     """
+    # Locks in the order of every claim and of task_pause: the run's row, then the task's.
+    list(Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True))
     list(Task.objects.select_for_update().filter(pk=run.task_id).values_list("pk", flat=True))
     others = Run.objects.filter(task_id=run.task_id).exclude(pk=run.pk)
     busy = others.filter(status=RunStatus.RUNNING).values_list("id", flat=True).first()
@@ -205,38 +251,76 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
     return run
 
 
-def run_fail(*, run: Run, error: str, retryable: bool = True) -> Run:
+def run_fail(*, run: Run, error: str, retryable: bool = True, executor: bool = False) -> Run:
     """Record a failure; schedule the next attempt while retries remain.
 
-    Attempt ``n`` is retried while ``n <= max_retries`` (so ``max_retries=3`` makes up to 4
-    attempts); each retry is a new run row (``trigger=retry``, ``attempt=n+1``, linked to
+    Attempt ``n`` is retried while ``n - interruptions <= max_retries`` (so
+    ``max_retries=3`` makes up to 4 attempts, not counting those cut off by their worker's
+    death); each retry is a new run row (``trigger=retry``, ``attempt=n+1``, linked to
     the first attempt) due after :func:`retry_delay`. The finish is conditional on the run
     still being ``running``, and the next attempt is created in the same transaction only
-    if it was, so two processes failing the same run make one retry, not two.
+    if it was, so two processes failing the same run make one retry, not two. ``executor``:
+    the caller is the process that claimed the run, and releases its executor lock.
     """
     task = run.task
-    retry = retryable and run.attempt <= task.max_retries
-    status = RunStatus.RETRYING if retry else RunStatus.FAILED
+    tries = run.attempt - run.interruptions
+    retry = retryable and tries <= task.max_retries
+    delay = retry_delay(task, attempt=tries) if retry else None
+    return _finish(run, error=error, executor=executor, retry_after=delay)
+
+
+def run_interrupt(*, run: Run, reason: str) -> Run:
+    """A ``running`` run cut off by its worker's death (kill, OOM, lost node, a deploy past
+    its grace): ``interrupted``, and a new attempt due now that does not count against
+    ``max_retries`` (``interruptions`` one higher). The ``TASKS_MAX_INTERRUPTIONS + 1``-th
+    interruption fails it instead ("interrupted N times"): a run that kills every worker
+    running it (a poison pill) stops. Conditional on ``running``, like :func:`run_fail`.
+    """
+    count, limit = run.interruptions + 1, settings.TASKS_MAX_INTERRUPTIONS
+    if count > limit:
+        error = f"interrupted {count} times (TASKS_MAX_INTERRUPTIONS is {limit}); last: {reason}"
+        return _finish(run, error=error, executor=False, retry_after=None)
+    error = f"interrupted ({count} of at most {limit}): {reason}"
+    return _finish(run, error=error, executor=False, retry_after=timedelta(0), interrupted=True)
+
+
+def _finish(
+    run: Run,
+    *,
+    error: str,
+    executor: bool,
+    retry_after: timedelta | None,
+    interrupted: bool = False,
+) -> Run:
+    """``running →`` ``interrupted`` / ``retrying`` with the next attempt due after
+    ``retry_after``, or ``failed`` (counted in the task's failure streak) without one."""
+    task = run.task
+    if interrupted:
+        status = RunStatus.INTERRUPTED
+    else:
+        status = RunStatus.RETRYING if retry_after is not None else RunStatus.FAILED
     text, _ = cap_output(error)
     now = timezone.now()
     with transaction.atomic():
         finished = store.fetch_one(
-            "finish_run", {"run_id": run.pk, "status": status, "now": now, "error": text}
+            "finish_run",
+            {"run_id": run.pk, "status": status, "now": now, "error": text, "executor": executor},
         )
-        if finished is None:
+        if finished is None or finished[0] is None:
             _not_recorded(run, status)
             return run
         run.status, run.finished_at, run.error = status, now, text
-        if retry:
+        if retry_after is not None:
             run_create(
                 task=task,
                 trigger=Trigger.RETRY,
-                due_at=now + retry_delay(task, attempt=run.attempt),
+                due_at=now + retry_after,
                 now=now,
                 scheduled_for=run.scheduled_for,
                 attempt=run.attempt + 1,
                 first_attempt_id=run.first_attempt_id or run.id,
                 expires_at=run.expires_at,
+                interruptions=run.interruptions + (1 if interrupted else 0),
             )
         else:
             task_after_run([run.task_id], TaskStatus.FAILED)
@@ -245,16 +329,17 @@ def run_fail(*, run: Run, error: str, retryable: bool = True) -> Run:
     return run
 
 
-def run_lost(*, run_id: str, error: str) -> Run | None:
-    """The process executing a ``running`` run is gone (killed at its hard time limit, or
-    its worker died): record ``error`` and retry or fail it by the task's retry policy.
+def run_lost(*, run_id: str, error: str, executor: bool = False) -> Run | None:
+    """The process executing a ``running`` run hit its time limit (killed at the hard limit,
+    or the soft limit struck outside the action): record ``error`` and retry or fail it by
+    the task's retry policy — a time limit is the task's failure, not an interruption.
 
     ``None`` if the run is not running any more (its outcome was already recorded).
     """
     run = Run.objects.select_related("task").filter(pk=run_id, status=RunStatus.RUNNING).first()
     if run is None:
         return None
-    return run_fail(run=run, error=error, retryable=True)
+    return run_fail(run=run, error=error, retryable=True, executor=executor)
 
 
 def run_cancel(*, run: Run) -> Run:

@@ -15,7 +15,7 @@ from django.db import transaction
 from .. import dispatch
 from ..models import Run, RunStatus
 from .retry_policy import run_timeout_seconds, timed_out_error
-from .run_lifecycle import run_fail, runs_expire
+from .run_lifecycle import run_fail, run_interrupt, runs_expire
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +52,18 @@ def run_expire_overdue(*, now: datetime, batch: int = 1000) -> int:
 
 
 def run_fail_stalled(*, now: datetime, batch: int = 500) -> list[Run]:
-    """Running runs whose worker is gone, retried or failed by their task's policy.
+    """Running runs whose worker is gone: interrupted (a new attempt, not counted against
+    ``max_retries``: :func:`run_interrupt`), or, past their time limit, retried or failed by
+    their task's policy.
 
     A run is stalled when its lease (``heartbeat_at``, renewed every
     ``TASKS_HEARTBEAT_SECONDS`` by the executing process) is older than
     ``TASKS_STALL_SECONDS``: its worker was killed, lost its database, or hangs without
-    the GIL. A run still renewing its lease but running longer than its hard time limit
-    plus the stall window is failed too (a pool that cannot enforce time limits).
+    the GIL. This is the backstop: a worker whose broker connection died has its runs
+    interrupted within seconds, when the broker redelivers their messages
+    (``run_lifecycle._recover_if_orphaned``). A run still renewing its lease but running
+    longer than its hard time limit plus the stall window fails (a pool that cannot enforce
+    time limits).
     """
     stall = timedelta(seconds=settings.TASKS_STALL_SECONDS)
     grace = timedelta(seconds=dispatch.HARD_LIMIT_GRACE_SECONDS)
@@ -74,13 +79,15 @@ def run_fail_stalled(*, now: datetime, batch: int = 500) -> list[Run]:
         limit = timedelta(seconds=run_timeout_seconds(run.task))
         elapsed = now - run.started_at
         worker = run.worker or "its worker"
+        if now - lease > stall and elapsed <= limit:
+            silent = int((now - lease).total_seconds())
+            reason = f"worker lost: {worker} stopped renewing the run's lease {silent} s ago"
+            log.warning("run %s stalled: %s", run.id, reason)
+            failed.append(run_interrupt(run=run, reason=reason))
+            continue
         if now - lease > stall:
             silent = int((now - lease).total_seconds())
-            error = (
-                timed_out_error(run.task, f"{worker} lost; no lease renewal for {silent} s")
-                if elapsed > limit
-                else f"worker lost: {worker} stopped renewing the run's lease {silent} s ago"
-            )
+            error = timed_out_error(run.task, f"{worker} lost; no lease renewal for {silent} s")
         elif elapsed > limit + grace + stall:
             error = timed_out_error(
                 run.task, f"still running after {int(elapsed.total_seconds())} s"

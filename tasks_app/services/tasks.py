@@ -136,13 +136,15 @@ def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
         task.paused_at = timezone.now()
         task.paused_by = by
         task.status = TaskStatus.PAUSED
-        task.save(
-            update_fields=["paused", "pause_note", "paused_at", "paused_by", "status", "updated_at"]
-        )
         # Fires already recorded ahead of their instant will not run: pausing stops fires.
+        # The runs' rows are written before the task's: a claim locks its run, then its task
+        # (claim_run), and the opposite order here could deadlock with it.
         task.runs.filter(
             trigger=Trigger.SCHEDULE, status__in=[RunStatus.PENDING, RunStatus.QUEUED]
         ).update(status=RunStatus.SKIPPED, finished_at=task.paused_at, error="skipped: task paused")
+        task.save(
+            update_fields=["paused", "pause_note", "paused_at", "paused_by", "status", "updated_at"]
+        )
         sync_periodic_task(task)
         audit(task.id, "paused", by=by, note=note)
     return task

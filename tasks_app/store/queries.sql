@@ -4,6 +4,10 @@
 -- Every status change is conditional on the status it leaves (docs/reliability.md), and the
 -- task's next_run_at and status follow the rules in the SQL functions tasks_app_next_run_at
 -- and tasks_app_status_after (migration 0004): one definition for every statement.
+-- The executor lock: the session that claims a run holds a session-level advisory lock keyed
+-- on hashtextextended(<run id>::text, 0) until its completion releases it. Postgres drops it
+-- the instant that session's connection dies, so a redelivered message can tell a dead
+-- executor (lock free) from a live one (executor_gone).
 
 -- name: create_run
 -- Insert a run; its task becomes pending (unless running or paused) and counts the run in
@@ -26,7 +30,9 @@ RETURNING t.id;
 -- the task's lock (overlap_checked). The task becomes running. Its next_run_at is computed
 -- from the task row being updated (t in task_running), never from the row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
--- value read would make beat record the same fires again. Returns the run and its task.
+-- value read would make beat record the same fires again. The claiming session takes the
+-- run's executor lock. Returns the run and its task (and whether the lock was taken: false
+-- only on a key collision).
 -- The claim's transaction commits asynchronously (async_commit: SET LOCAL
 -- synchronous_commit = off, as a function in the statement itself, so no extra round
 -- trip): the broker keeps the run's message unacknowledged until the completion, which
@@ -51,11 +57,14 @@ WITH async_commit AS (
       FROM claimed AS c
      WHERE t.id = c.r_task_id AND NOT t.paused
 )
-SELECT claimed.* FROM claimed CROSS JOIN async_commit;
+SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0))
+  FROM claimed CROSS JOIN async_commit;
 
 -- name: complete_run
 -- running -> completed with the run's output; the task follows (its failure streak reset,
--- a paused task keeps its status and next_run_at). Returns 1 if the run was running.
+-- a paused task keeps its status and next_run_at). Only the executor completes a run: its
+-- executor lock is released (whether the run was still running or not). Returns 1 if the
+-- run was running.
 WITH finished AS (
     UPDATE tasks_app_run
        SET status = 'completed', finished_at = %(now)s, output = %(output)s,
@@ -71,15 +80,35 @@ WITH finished AS (
       FROM finished AS f
      WHERE t.id = f.task_id
 )
-SELECT count(*) FROM finished;
+SELECT (SELECT count(*) FROM finished), pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0));
 
 -- name: finish_run
--- running -> failed or retrying with the error. Returns the run's task id, or nothing if
--- the run was no longer running.
-UPDATE tasks_app_run
-   SET status = %(status)s, finished_at = %(now)s, error = %(error)s
- WHERE id = %(run_id)s AND status = 'running'
-RETURNING task_id;
+-- running -> failed, retrying or interrupted with the error; the executor (executor: true)
+-- releases its executor lock. Returns the run's task id, NULL if the run was no longer
+-- running.
+WITH finished AS (
+    UPDATE tasks_app_run
+       SET status = %(status)s, finished_at = %(now)s, error = %(error)s
+     WHERE id = %(run_id)s AND status = 'running'
+ RETURNING task_id
+)
+SELECT (SELECT task_id FROM finished),
+       CASE WHEN %(executor)s THEN pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0)) END;
+
+-- name: executor_gone
+-- Inside the caller's transaction: true if the run's executor lock is free (its executor's
+-- session ended), taken then until the transaction ends so the executor cannot be
+-- mid-completion; false while another session holds it; NULL when this very session holds
+-- it (advisory locks are re-entrant, so that is looked up in pg_locks first).
+WITH k AS (SELECT hashtextextended(%(run_id)s::text, 0) AS key)
+SELECT CASE WHEN EXISTS (
+                SELECT 1 FROM pg_locks AS l
+                 WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid()
+                   AND l.objsubid = 1 AND l.classid = ((k.key >> 32) & 4294967295)::oid
+                   AND l.objid = (k.key & 4294967295)::oid)
+            THEN NULL
+            ELSE pg_try_advisory_xact_lock(k.key) END
+  FROM k;
 
 -- name: expire_runs
 -- pending/queued -> expired, for those of the given runs past their deadline. Returns the

@@ -1,5 +1,5 @@
 """The sweep's writes: overdue runs expire (with the same error as at claim time), runs of a
-vanished worker are retried or failed, runs whose message was lost go back to pending."""
+vanished worker are interrupted (or failed past their time limit), runs whose message was lost go back to pending."""
 
 from datetime import UTC, timedelta
 
@@ -48,24 +48,31 @@ def test_overdue_waiting_runs_expire_in_batches_and_their_task_fails() -> None:
 
 
 @override_settings(TASKS_STALL_SECONDS=60)
-def test_a_run_whose_lease_lapsed_is_retried_or_failed_by_its_policy() -> None:
+def test_a_run_whose_lease_lapsed_is_interrupted_and_one_past_its_limit_fails() -> None:
     now = timezone.now()
     old = now - timedelta(seconds=120)
-    retried_task = services.task_create(id="retried", action="noop", max_retries=1)
-    failed_task = services.task_create(id="failed", action="noop")
+    lost_task = services.task_create(id="lost", action="noop")  # max_retries 0
+    slow_task = services.task_create(id="slow", action="noop", timeout_seconds=60)
     alive_task = services.task_create(id="alive", action="noop")
     lost = stored_run(
-        retried_task, status=RunStatus.RUNNING, started_at=old, heartbeat_at=old, worker="w1"
+        lost_task, status=RunStatus.RUNNING, started_at=old, heartbeat_at=old, worker="w1"
     )
-    dead = stored_run(failed_task, status=RunStatus.RUNNING, started_at=old, heartbeat_at=old)
+    timed_out = stored_run(slow_task, status=RunStatus.RUNNING, started_at=old, heartbeat_at=old)
     alive = stored_run(alive_task, status=RunStatus.RUNNING, started_at=old, heartbeat_at=now)
-    assert {r.pk for r in run_fail_stalled(now=now)} == {lost.pk, dead.pk}
-    assert Run.objects.get(pk=lost.pk).status == RunStatus.RETRYING
-    assert Run.objects.filter(first_attempt=lost.pk, attempt=2).exists()
-    stored = Run.objects.get(pk=dead.pk)
+    assert {r.pk for r in run_fail_stalled(now=now)} == {lost.pk, timed_out.pk}
+    # Its worker vanished: an interruption, retried although max_retries is 0.
+    stored = Run.objects.get(pk=lost.pk)
+    assert stored.status == RunStatus.INTERRUPTED
+    assert stored.error == (
+        "interrupted (1 of at most 3): worker lost: w1 stopped renewing the run's lease 120 s ago"
+    )
+    again = Run.objects.get(first_attempt=lost.pk)
+    assert (again.attempt, again.interruptions, again.trigger) == (2, 1, Trigger.RETRY)
+    # Past its time limit as well: the task's failure, by its retry policy.
+    stored = Run.objects.get(pk=timed_out.pk)
     assert stored.status == RunStatus.FAILED
-    assert "stopped renewing the run's lease 120 s ago" in stored.error
-    assert Task.objects.get(pk=failed_task.pk).status == TaskStatus.FAILED
+    assert stored.error.startswith("timed out after 60 s")
+    assert Task.objects.get(pk=slow_task.pk).status == TaskStatus.FAILED
     assert Run.objects.get(pk=alive.pk).status == RunStatus.RUNNING
 
 
