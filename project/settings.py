@@ -287,7 +287,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # (DATABASE_CONN_MAX_AGE) is what recycles it: every 1,000 tasks was a reconnect every ~10 s
 # per process at 200 runs/s, and each one delayed the runs due meanwhile by up to ~150 ms.
 CELERY_DB_REUSE_MAX = 10**12
-CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+# A worker that lost its broker connection lets its runs go on and record their outcome: the
+# broker redelivers their messages, and the claim finds each run's executor lock held and
+# ignores them (docs/reliability.md). Cancelling them would only waste their work.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # A failed run and a run killed at its hard time limit are acknowledged (their outcome is
 # recorded by the services); a lost worker process's message is requeued (see above).
 CELERY_TASK_ACKS_ON_FAILURE_OR_TIMEOUT = True

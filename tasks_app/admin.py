@@ -610,6 +610,7 @@ class RunAdmin(admin.ModelAdmin):
         "trigger",
         "attempt",
         "attempts",
+        "interruptions",
         "scheduled_for_time",
         "due",
         "expires",

@@ -186,6 +186,7 @@ class Run(models.Model):
     attempt = models.PositiveIntegerField(default=1)
     interruptions = models.PositiveSmallIntegerField(
         default=0,
+        db_default=0,  # rows inserted by raw SQL (benchmarks, other tools) start at 0 too
         help_text="Earlier attempts of this run cut off by their worker's death "
         "(not counted against max_retries).",
     )

@@ -64,6 +64,10 @@ class RunOutputSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=RunStatus.choices)
     attempt = serializers.IntegerField()
     first_attempt = serializers.UUIDField(source="first_attempt_id", allow_null=True)
+    interruptions = serializers.IntegerField(
+        help_text="Earlier attempts of this run cut off by their worker's death (status "
+        "'interrupted'); not counted against max_retries, at most TASKS_MAX_INTERRUPTIONS."
+    )
     scheduled_for = serializers.DateTimeField()
     due_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True)

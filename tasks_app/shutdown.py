@@ -29,6 +29,7 @@ from typing import Any
 
 from billiard.process import current_process
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
+from celery.worker import state
 from django.conf import settings
 
 log = logging.getLogger(__name__)
@@ -56,24 +57,31 @@ def start_grace_period(**_: Any) -> None:
     if _state["timer"] is not None:
         return
     grace = settings.TASKS_SHUTDOWN_GRACE_SECONDS
-    log.warning("worker shutting down: running runs have %g s to finish", grace)
+    running = len(state.active_requests)
+    if running:
+        log.warning("worker shutting down: %d running runs have %g s to finish", running, grace)
     timer = threading.Timer(grace, hand_back_running_runs)
     timer.daemon = True
     _state["timer"] = timer
     timer.start()
 
 
-def pool_pids(worker: Any) -> list[int]:
-    """The pids of a prefork worker's pool processes; empty for other pools."""
+def busy_pool_pids(worker: Any) -> list[int] | None:
+    """The pids of a prefork worker's pool processes executing a task; ``None`` for other
+    pools (their tasks execute in the main process)."""
     pool = getattr(getattr(worker, "pool", None), "_pool", None)
-    return [p.pid for p in getattr(pool, "_pool", None) or [] if p.pid]
+    processes = getattr(pool, "_pool", None)
+    if processes is None:
+        return None
+    pids = {p.pid for p in processes if p.pid}
+    return sorted({r.worker_pid for r in state.active_requests} & pids)
 
 
 def hand_back_running_runs() -> None:
     """The grace period is over: end the runs still running so their messages go back to the
     broker and their runs are recovered by another worker as interruptions."""
-    pids = pool_pids(_state["worker"])
-    if not pids:  # solo/threads pool: the runs execute in this process
+    pids = busy_pool_pids(_state["worker"])
+    if pids is None:  # solo/threads pool: the runs execute in this process
         log.warning(
             "shutdown grace of %g s over; exiting with runs still running (handed back)",
             settings.TASKS_SHUTDOWN_GRACE_SECONDS,
@@ -82,7 +90,7 @@ def hand_back_running_runs() -> None:
     log.warning(
         "shutdown grace of %g s over; handing back the runs still running (pool processes %s)",
         settings.TASKS_SHUTDOWN_GRACE_SECONDS,
-        ", ".join(map(str, pids)),
+        ", ".join(map(str, pids)) or "none left",
     )
     for pid in pids:
         try:

@@ -33,9 +33,7 @@ def running_run(task: Task, **fields) -> Run:  # type: ignore[no-untyped-def]
 
 def attempts(run: Run) -> list[Run]:
     first = run.first_attempt_id or run.id
-    return list(
-        Run.objects.filter(pk=first).union(Run.objects.filter(first_attempt_id=first))
-    )
+    return list(Run.objects.filter(pk=first).union(Run.objects.filter(first_attempt_id=first)))
 
 
 def latest(run: Run) -> Run:
