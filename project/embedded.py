@@ -12,8 +12,8 @@
     Then it migrates, collects static files (into ``var/static``), makes sure an admin login
     exists, prints the admin's address and runs web, worker and beat (the ``Procfile``
     commands). Web binds 127.0.0.1 in embedded mode. Ctrl-C or SIGTERM sends each of the
-    three one SIGTERM, waits for all of them however long a worker needs to finish its
-    current runs (no SIGKILL), then stops Postgres; the exit status is 0 when everything
+    three one SIGTERM, waits for all of them (a worker lets its current runs finish for up to
+    ``TASKS_SHUTDOWN_GRACE_SECONDS``, then hands the rest back; no SIGKILL), then stops Postgres; the exit status is 0 when everything
     stopped cleanly. If any of them (Postgres included) exits on its own, the others are
     stopped the same way and the status is 1.
 
