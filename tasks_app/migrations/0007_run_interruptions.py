@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks_app', '0005_task_schedule_error'),
+        ('tasks_app', '0006_task_numeric_bounds'),
     ]
 
     operations = [
