@@ -1,6 +1,7 @@
 """``python -m bench [scenario ...] [--quick]``: run the scenarios, write JSON and REPORT.md.
 
-Scenarios: lateness, beat_throughput, execution, memory, failover, plus every module
+Scenarios: lateness, beat_throughput, execution, memory, failover (the default set), history
+(on demand: ``python -m bench history``; 20,000,000 runs take about an hour), plus every module
 ``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``.
 """
 
@@ -26,6 +27,7 @@ MODULES = {
     "execution": "bench.execution",
     "memory": "bench.memory",
     "failover": "bench.failover",
+    "history": "bench.history",
 }
 
 

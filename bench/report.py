@@ -51,6 +51,42 @@ def _p(d: dict[str, Any] | None, key: str = "p50") -> str:
     return f"{d[key]:.1f}"
 
 
+def _history(h: dict[str, Any]) -> list[str]:
+    lines = [
+        f"## 6. History: {h['runs']:,} finished runs over 90 days, {h['tasks']:,} tasks",
+        "",
+        "| page | p50 ms | p95 ms | anchor (100,000 runs) p95 ms | ratio p95 |",
+        "|---|---|---|---|---|",
+    ]
+    for page, row in h["history"].items():
+        anchor = h["anchor"][page]
+        lines.append(
+            f"| {page} | {row['median_ms']} | {row['p95_ms']} | {anchor['p95_ms']} | "
+            f"{h['ratios_p95'][page]} |"
+        )
+    lines += ["", f"Every page p95 <= {h['target_ms']:g} ms: {h['pages_ok']}.", ""]
+    if r := h.get("retention"):
+        d, w, o = r.get("deletion", {}), r.get("without_deletion", {}), r.get("during_deletion", {})
+        lines += [
+            f"Retention under {r['load_tasks']} runs/s: {d.get('deleted', 0):,} runs deleted in "
+            f"{d.get('window_s')} s ({d.get('rows_per_s')} rows/s); start lateness p99 "
+            f"{o.get('p99_ms')} ms during deletion against {w.get('p99_ms')} ms without "
+            f"(ratio {r.get('p99_ratio_during_to_without')}, target <= 2). Expired runs left: "
+            f"{r.get('expired_left')}.",
+            "",
+        ]
+    if p := h.get("partitions"):
+        day = p["one_day"]
+        lines += [
+            f"Partitions: one day ({day['rows']:,} runs) by batched DELETE "
+            f"{day['batched_delete_s']} s, by DROP of its partition {day['drop_partition_ms']} ms; "
+            f"lookup by run id {p['lookup_by_id_ms']['plain']} ms plain, "
+            f"{p['lookup_by_id_ms']['partitioned']} ms across {p['partitions']} partitions.",
+            "",
+        ]
+    return lines
+
+
 def write(results: Path) -> Path:
     data = _load(results)
     lines = ["# Benchmark report", ""]
@@ -189,9 +225,11 @@ def write(results: Path) -> Path:
             f"duplicates {f['duplicates']}.",
             "",
         ]
+    if (hist := data.get("history")) and "history" in hist:
+        lines += _history(hist)
     for name, d in data.items():
         if (
-            name in {"lateness", "beat_throughput", "execution", "memory", "failover"}
+            name in {"lateness", "beat_throughput", "execution", "memory", "failover", "history"}
             and "error" not in d
         ):
             continue

@@ -391,6 +391,17 @@ TASKS_MAX_INTERRUPTIONS = int(os.environ.get("TASKS_MAX_INTERRUPTIONS", "3"))
 # not a failure). Keep it a few seconds under the platform's grace period before SIGKILL.
 TASKS_SHUTDOWN_GRACE_SECONDS = env_float("TASKS_SHUTDOWN_GRACE_SECONDS", 25.0)
 
+# Retention (docs/operations.md#retention). The leading beat deletes finished runs whose due
+# instant is older than this many days (failed and expired runs after
+# TASKS_FAILED_RUN_RETENTION_DAYS), in batches of TASKS_RETENTION_BATCH rows from a thread of
+# its own, so a tick is never held up; a task's keep_runs_days / keep_runs_count override it.
+# django-celery-results rows follow the same days. 0 keeps everything.
+TASKS_RUN_RETENTION_DAYS = env_float("TASKS_RUN_RETENTION_DAYS", 30.0)
+TASKS_FAILED_RUN_RETENTION_DAYS = env_float("TASKS_FAILED_RUN_RETENTION_DAYS", 90.0)
+TASKS_RETENTION_BATCH = int(os.environ.get("TASKS_RETENTION_BATCH", "5000"))
+# After a pass that found nothing more to delete, the pruning thread waits this long.
+TASKS_RETENTION_INTERVAL_SECONDS = env_float("TASKS_RETENTION_INTERVAL_SECONDS", 60.0)
+
 # --- Actions (docs/actions.md) --------------------------------------------------------------
 # http: private, loopback, link-local, multicast, reserved and metadata addresses are refused
 # at connect time unless inside one of these CIDRs (e.g. "10.20.0.0/16,127.0.0.1/32").

@@ -37,6 +37,7 @@ from django.views.decorators.http import require_POST
 from django_celery_results.models import TaskResult
 
 from . import actions, admin_views, scheduling, services, validation
+from .admin_paging import HistoryPaginator
 from .admin_views import badge, duration, instant
 from .models import (
     CANCELLABLE_RUN_STATUSES,
@@ -602,6 +603,7 @@ class RunAdmin(admin.ModelAdmin):
     search_help_text = "A task id, a run id, or the first characters of a run id."
     list_select_related = ("task",)
     show_full_result_count = False
+    paginator = HistoryPaginator  # no COUNT(*) over the whole history (admin_paging)
     actions = ("cancel", "retry")
     fields = (
         "id",

@@ -3,10 +3,12 @@
 Web, worker and beat are separate processes (and may be many), so in-process counters would
 each see a slice. Instead every figure is read at scrape time from the shared stores:
 
-- ``tasks_runs_total{status,action}``: runs by status and action. A counter in the
-  Prometheus sense: it grows as runs finish (runs are kept; deleting a task deletes its
-  runs, which ``rate()`` treats as a counter reset).
-- ``tasks_run_start_lateness_seconds``: histogram of ``started_at - due_at``.
+- ``tasks_runs_total{status,action}``: runs finished, by final status and action; a counter
+  that only grows: finished runs are tallied once (``services.run_tally``), so neither
+  retention nor deleting a task takes it back, and a scrape reads minutes of runs, not the
+  history. ``tasks_runs_running``: runs running now.
+- ``tasks_run_start_lateness_seconds``: histogram of ``started_at - due_at`` of finished runs
+  (same tally).
 - ``tasks_queue_depth{queue,status}``: runs waiting (``pending`` in the database,
   ``queued`` on the broker) per queue; ``tasks_broker_queue_messages{queue}`` is what the
   broker itself holds (``-1`` when it cannot be asked).
@@ -31,9 +33,9 @@ from collections.abc import Iterable, Iterator
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -44,7 +46,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from . import health
+from . import health, selectors, services
 from .client_address import client_ip
 from .models import Run, RunStatus, Task
 
@@ -104,39 +106,34 @@ class TasksCollector:
         return []  # no up-front description: the collector queries only when scraped
 
     def collect(self) -> Iterator[Metric]:
-        yield self._runs()
-        yield self._lateness()
+        yield from self._runs()
         yield from self._queues()
         yield from self._tasks()
         yield from self._beat()
 
-    def _runs(self) -> Metric:
-        family = CounterMetricFamily(
-            "tasks_runs", "Runs recorded, by status and action.", labels=["status", "action"]
-        )
-        rows = Run.objects.order_by().values("status", "task__action").annotate(n=Count("id"))
-        for row in rows:
-            family.add_metric([row["status"], row["task__action"]], row["n"])
-        return family
-
-    def _lateness(self) -> Metric:
+    def _runs(self) -> Iterator[Metric]:
         edges = [b * 1000 for b in LATENESS_BUCKETS]
-        selects = ", ".join(f"count(*) FILTER (WHERE lateness_ms <= {e!r})" for e in edges)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT {selects}, count(*), coalesce(sum(lateness_ms), 0) "  # noqa: S608
-                "FROM tasks_app_run WHERE lateness_ms IS NOT NULL"
-            )
-            row = cursor.fetchone()
-        counts = [int(v or 0) for v in row[: len(edges)]]
-        total, total_ms = int(row[len(edges)] or 0), float(row[len(edges) + 1] or 0)
-        buckets = [(repr(b), c) for b, c in zip(LATENESS_BUCKETS, counts, strict=True)]
-        buckets.append(("+Inf", total))
-        return HistogramMetricFamily(
+        through = services.run_tally_advance(now=timezone.now(), edges=edges)
+        totals = selectors.run_tally_totals(through=through, edges=edges)
+        family = CounterMetricFamily(
+            "tasks_runs", "Runs finished, by status and action.", labels=["status", "action"]
+        )
+        for (status, action), n in sorted(totals.runs.items()):
+            family.add_metric([status, action], n)
+        yield family
+        running = GaugeMetricFamily("tasks_runs_running", "Runs running now.")
+        running.add_metric([], Run.objects.filter(status=RunStatus.RUNNING).count())
+        yield running
+        cumulative, buckets = 0, []
+        for bound, n in zip(LATENESS_BUCKETS, totals.lateness_buckets, strict=False):
+            cumulative += n
+            buckets.append((repr(bound), cumulative))
+        buckets.append(("+Inf", totals.lateness_count))
+        yield HistogramMetricFamily(
             "tasks_run_start_lateness_seconds",
-            "How late runs started after their due instant.",
+            "How late finished runs had started after their due instant.",
             buckets=buckets,
-            sum_value=total_ms / 1000,
+            sum_value=totals.lateness_sum_ms / 1000,
         )
 
     def _queues(self) -> Iterator[Metric]:

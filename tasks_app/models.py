@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.core.validators import RegexValidator
+from django.core.validators import MinValueValidator, RegexValidator
 from django.db import models
 
 from .choices import (
@@ -41,6 +41,8 @@ __all__ = [
     "OverlapPolicy",
     "Run",
     "RunStatus",
+    "RunTally",
+    "RunTallyMark",
     "ScheduleType",
     "Task",
     "TaskAuditEntry",
@@ -120,6 +122,20 @@ class Task(models.Model):
         blank=True,
         validators=bounded("alert_after_seconds"),
         help_text="Raise the missed-run alarm when a fire has not completed this long after it.",
+    )
+    keep_runs_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Delete this task's finished runs after this many days "
+        "(blank: TASKS_RUN_RETENTION_DAYS, and TASKS_FAILED_RUN_RETENTION_DAYS for failed ones).",
+    )
+    keep_runs_count = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Keep at most this many finished runs of this task (the newest); "
+        "blank: no limit by number.",
     )
     fire_count = models.PositiveIntegerField(default=0, editable=False)
     consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
@@ -236,6 +252,15 @@ class Run(models.Model):
             ),
             models.Index(fields=["task", "-due_at"], name="run_task_due_idx"),
             models.Index(fields=["status", "-due_at"], name="run_status_due_idx"),
+            # The unfiltered run lists (admin, API), newest first with a stable tie-break,
+            # and the overview's windows: no scan that grows with history.
+            models.Index(fields=["-due_at", "-id"], name="run_due_idx"),
+            # /metrics tallies runs as they finish (tasks_app.services.run_tally).
+            models.Index(
+                fields=["finished_at"],
+                name="run_finished_idx",
+                condition=models.Q(finished_at__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -246,6 +271,36 @@ class Run(models.Model):
         if self.started_at and self.finished_at:
             return round((self.finished_at - self.started_at).total_seconds() * 1000)
         return None
+
+
+class RunTally(models.Model):
+    """Finished runs counted once each, by status and action, for ``/metrics``: a counter that
+    neither retention nor deleting a task takes back (``tasks_app.services.run_tally``)."""
+
+    status = models.CharField(max_length=10)
+    action = models.CharField(max_length=100)
+    runs = models.BigIntegerField(default=0)
+    lateness_count = models.BigIntegerField(default=0)
+    lateness_sum_ms = models.FloatField(default=0)
+    # Cumulative counts of lateness at or under each of metrics.LATENESS_BUCKETS.
+    lateness_buckets = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["status", "action"], name="run_tally_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.action}: {self.runs}"
+
+
+class RunTallyMark(models.Model):
+    """How far the tally has counted: runs finished before ``through`` are in it."""
+
+    through = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"runs finished before {self.through.isoformat()}"
 
 
 class TaskAuditEntry(models.Model):

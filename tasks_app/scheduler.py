@@ -37,7 +37,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from . import health, leadership, metrics, recovery, services
+from . import health, leadership, metrics, recovery, retention, services
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -119,6 +119,7 @@ class TaskScheduler(DatabaseScheduler):
         released = self._step("release", services.release_due_runs, now=now) or 0
         self._step("alarms", services.alarms_check, now=now)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.
+        retention.keep_pruning()  # old runs deleted from a thread of its own while leading
         metrics.beat_tick_record(duration_seconds=time.perf_counter() - started)
         if fired or released:
             log.log(

@@ -21,6 +21,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -31,7 +32,7 @@ from ..models import Run, Task, Trigger
 from ..representations import RunOutputSerializer, TaskCreatedSerializer, TaskOutputSerializer
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
 from .errors import ErrorSerializer
-from .pagination import Pagination
+from .pagination import Pagination, RunCursorPagination
 from .serializers import (
     ActionSerializer,
     BackfillResultSerializer,
@@ -91,7 +92,7 @@ RUN_ID = OpenApiParameter(
 
 class ApiView(APIView):
     # Lists are paginated; naming the class here also makes the schema show the envelope.
-    pagination_class = Pagination
+    pagination_class: type[BasePagination] = Pagination
     perm_model: type[Task] | type[Run] | None = None
     required_perms: dict[str, list[str]] = {}
 
@@ -124,7 +125,7 @@ class ApiView(APIView):
         return dict(serializer.validated_data)
 
     def page(self, qs: Any, serializer_class: type[serializers.Serializer]) -> Response:
-        paginator = Pagination()
+        paginator = self.pagination_class()
         items = paginator.paginate_queryset(qs, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(items, many=True).data)
 
@@ -405,6 +406,7 @@ class TaskPreviewView(ApiView):
 
 @extend_schema(parameters=[TASK_ID])
 class TaskRunsView(ApiView):
+    pagination_class = RunCursorPagination
     required_perms = {"GET": ["view_task", "view_run"]}
 
     @extend_schema(
@@ -424,6 +426,7 @@ class TaskRunsView(ApiView):
 
 class RunListView(ApiView):
     perm_model = Run
+    pagination_class = RunCursorPagination
 
     @extend_schema(
         summary="List runs",
@@ -438,6 +441,8 @@ class RunListView(ApiView):
 
 class DeadRunListView(ApiView):
     perm_model = Run
+    pagination_class = RunCursorPagination
+    cursor_ordering = ("-finished_at", "-id")  # as selectors.run_list_dead: latest death first
 
     @extend_schema(
         summary="Dead runs: failed after their last retry, or expired",

@@ -1,7 +1,15 @@
 """Every read that more than one entry point makes (admin, API, CLI): lists with their
 filters, the schedule preview, dead runs, attempts, alarms. No writes here."""
 
-from .runs import DEAD_STATUSES, RUN_RANGES, run_attempts, run_list, run_list_dead
+from .runs import (
+    DEAD_STATUSES,
+    RUN_RANGES,
+    RunTotals,
+    run_attempts,
+    run_list,
+    run_list_dead,
+    run_tally_totals,
+)
 from .tasks import (
     MAX_PREVIEW,
     TASK_RANGES,
@@ -18,10 +26,12 @@ __all__ = [
     "RUN_RANGES",
     "TASK_RANGES",
     "Fire",
+    "RunTotals",
     "overdue_fire",
     "run_attempts",
     "run_list",
     "run_list_dead",
+    "run_tally_totals",
     "task_list",
     "task_preview",
     "tasks_in_alarm",

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 
-from ..models import Run, RunStatus
+from .. import store
+from ..models import Run, RunStatus, RunTally
 from .tasks import in_ranges
 
 DEAD_STATUSES = (RunStatus.FAILED, RunStatus.EXPIRED)
@@ -39,9 +43,7 @@ def run_list(
         qs = qs.filter(trigger__in=trigger)
     if action:
         qs = qs.filter(task__action=action)
-    return (
-        in_ranges(qs, RUN_RANGES, ranges).select_related("task").order_by("-due_at", "-created_at")
-    )
+    return in_ranges(qs, RUN_RANGES, ranges).select_related("task").order_by("-due_at", "-id")
 
 
 def run_list_dead(*, task_id: str | None = None) -> QuerySet[Run]:
@@ -56,10 +58,53 @@ def run_list_dead(*, task_id: str | None = None) -> QuerySet[Run]:
     qs = Run.objects.filter(status__in=DEAD_STATUSES).filter(~Exists(later_attempt))
     if task_id is not None:
         qs = qs.filter(task_id=task_id)
-    return qs.select_related("task").order_by("-finished_at", "-due_at")
+    return qs.select_related("task").order_by("-finished_at", "-id")
 
 
 def run_attempts(*, run: Run) -> QuerySet[Run]:
     """Every attempt of the run ``run`` belongs to (the first attempt and its retries), in order."""
     first = run.first_attempt_id or run.id
     return Run.objects.filter(Q(pk=first) | Q(first_attempt_id=first)).order_by("attempt")
+
+
+def tally_rows(
+    *, since: datetime, until: datetime, edges: Sequence[float]
+) -> list[tuple[Any, ...]]:
+    """``(status, action, bucket, count, lateness_sum_ms)`` of runs finished in [since, until);
+    ``bucket``: how many of ``edges`` (ms) the start lateness reaches, ``None`` unstarted."""
+    return store.fetch_all(
+        "tally_finished_runs", {"since": since, "until": until, "edges": list(edges)}
+    )
+
+
+@dataclass
+class RunTotals:
+    """Finished runs ever counted (``services.run_tally``) plus those finished since its mark."""
+
+    runs: dict[tuple[str, str], int] = field(default_factory=dict)  # (status, action) -> n
+    lateness_buckets: list[int] = field(default_factory=list)  # per bucket, not cumulative
+    lateness_count: int = 0
+    lateness_sum_ms: float = 0.0
+
+
+def run_tally_totals(*, through: datetime, edges: Sequence[float]) -> RunTotals:
+    """The stored tally plus the runs finished at or after ``through`` (its mark): exact at
+    every call, in time that depends on the runs of the last minutes, not on the history."""
+    totals = RunTotals(lateness_buckets=[0] * (len(edges) + 1))
+    for tally in RunTally.objects.all():
+        key = (tally.status, tally.action)
+        totals.runs[key] = totals.runs.get(key, 0) + tally.runs
+        for i, n in enumerate(tally.lateness_buckets):
+            totals.lateness_buckets[i] += n
+        totals.lateness_count += tally.lateness_count
+        totals.lateness_sum_ms += tally.lateness_sum_ms
+    far_future = datetime.max.replace(tzinfo=UTC)
+    for status, action, bucket, count, sum_ms in tally_rows(
+        since=through, until=far_future, edges=edges
+    ):
+        totals.runs[(status, action)] = totals.runs.get((status, action), 0) + count
+        if bucket is not None:
+            totals.lateness_buckets[bucket] += count
+            totals.lateness_count += count
+            totals.lateness_sum_ms += float(sum_ms)
+    return totals

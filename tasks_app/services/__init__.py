@@ -9,13 +9,15 @@ Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``schedule
 task's schedule, next fire and beat entry), ``run_create`` (new runs and attempts),
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
 interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
-(recurring fires recorded by beat), ``alarms`` (missed-run alarms), ``duplicate``, ``audit``, ``errors``.
+(recurring fires recorded by beat), ``alarms`` (missed-run alarms), ``retention`` (old runs
+deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
 """
 
 from .alarms import alarms_check
 from .duplicate import task_duplicate
 from .errors import ConflictError
 from .firing import schedule_fire_due
+from .retention import PruneReport, runs_prune
 from .retry_policy import retry_delay
 from .run_create import run_create, run_retry
 from .run_lifecycle import (
@@ -29,6 +31,7 @@ from .run_lifecycle import (
     run_lost,
 )
 from .run_release import horizon, publish_runs, release_due_runs
+from .run_tally import run_tally_advance
 from .schedule_sync import EXECUTE_TASK
 from .tasks import (
     TASK_FIELDS,
@@ -48,6 +51,7 @@ __all__ = [
     "EXECUTE_TASK",
     "TASK_FIELDS",
     "ConflictError",
+    "PruneReport",
     "alarms_check",
     "cap_output",
     "horizon",
@@ -63,6 +67,8 @@ __all__ = [
     "run_interrupt",
     "run_lost",
     "run_retry",
+    "run_tally_advance",
+    "runs_prune",
     "schedule_fire_due",
     "task_backfill",
     "task_create",

@@ -42,6 +42,8 @@ POLICY_FIELDS = (
     "catchup_window_seconds",
     "pause_after_failures",
     "alert_after_seconds",
+    "keep_runs_days",
+    "keep_runs_count",
 )
 TASK_FIELDS = (
     "name",

@@ -158,3 +158,74 @@ UPDATE tasks_app_task AS t
   FROM unnest(%(task_ids)s::varchar[], %(next_fires)s::timestamptz[], %(fired)s::integer[])
        AS v(id, next_run_at, fired)
  WHERE t.id = v.id;
+
+-- name: prune_runs
+-- Retention (services.retention): deletes up to %(batch)s runs in status %(status)s due before
+-- %(cutoff)s, oldest first, of any task but those in %(except_tasks)s (they keep their own
+-- days), and their django-celery-results rows. Later attempts that pointed at a deleted run
+-- lose that link (Django's SET_NULL, done here because the rows go in SQL). Rows another
+-- session holds are left for the next batch. The row count is the runs deleted.
+WITH doomed AS (
+  SELECT id FROM tasks_app_run
+   WHERE status = %(status)s AND due_at < %(cutoff)s
+     AND NOT (task_id = ANY(%(except_tasks)s))
+   ORDER BY due_at
+   LIMIT %(batch)s
+   FOR UPDATE SKIP LOCKED
+), unlinked AS (
+  UPDATE tasks_app_run SET first_attempt_id = NULL
+   WHERE first_attempt_id IN (SELECT id FROM doomed) AND id NOT IN (SELECT id FROM doomed)
+), results AS (
+  DELETE FROM django_celery_results_taskresult
+   WHERE task_id IN (SELECT id::text FROM doomed)
+)
+DELETE FROM tasks_app_run WHERE id IN (SELECT id FROM doomed);
+
+-- name: prune_task_runs
+-- Retention of one task with its own rule: deletes up to %(batch)s of its runs in
+-- %(statuses)s due before %(cutoff)s, oldest first (run_task_due_idx), as prune_runs does.
+WITH doomed AS (
+  SELECT id FROM tasks_app_run
+   WHERE task_id = %(task_id)s AND status = ANY(%(statuses)s) AND due_at < %(cutoff)s
+   ORDER BY due_at
+   LIMIT %(batch)s
+   FOR UPDATE SKIP LOCKED
+), unlinked AS (
+  UPDATE tasks_app_run SET first_attempt_id = NULL
+   WHERE first_attempt_id IN (SELECT id FROM doomed) AND id NOT IN (SELECT id FROM doomed)
+), results AS (
+  DELETE FROM django_celery_results_taskresult
+   WHERE task_id IN (SELECT id::text FROM doomed)
+)
+DELETE FROM tasks_app_run WHERE id IN (SELECT id FROM doomed);
+
+-- name: task_keep_count_cutoff
+-- The due instant of a task's %(keep)s-th newest finished run: its runs due before it are
+-- beyond the task's keep_runs_count. Nothing when it has no more than that.
+SELECT due_at FROM tasks_app_run
+ WHERE task_id = %(task_id)s AND status = ANY(%(statuses)s)
+ ORDER BY due_at DESC
+ OFFSET %(keep)s - 1 LIMIT 1;
+
+-- name: prune_task_results
+-- Retention of django-celery-results rows of their own (stock beat entries; a run's row goes
+-- with the run): up to %(batch)s finished before their cutoff, failures after
+-- %(failed_cutoff)s, others after %(cutoff)s.
+DELETE FROM django_celery_results_taskresult
+ WHERE id IN (
+   SELECT id FROM django_celery_results_taskresult
+    WHERE date_done < greatest(%(cutoff)s, %(failed_cutoff)s)
+      AND date_done < CASE WHEN status = 'FAILURE' THEN %(failed_cutoff)s ELSE %(cutoff)s END
+    ORDER BY date_done
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED);
+
+-- name: tally_finished_runs
+-- Runs finished in [%(since)s, %(until)s) by status, action and start-lateness bucket
+-- (width_bucket: how many of %(edges)s the lateness reaches; NULL without a start), with the
+-- lateness sum: what /metrics counts (services.run_tally), read through run_finished_idx.
+SELECT r.status, t.action, width_bucket(r.lateness_ms, %(edges)s::float8[]) AS bucket,
+       count(*), coalesce(sum(r.lateness_ms), 0)
+  FROM tasks_app_run r JOIN tasks_app_task t ON t.id = r.task_id
+ WHERE r.finished_at >= %(since)s AND r.finished_at < %(until)s
+ GROUP BY 1, 2, 3;

@@ -65,3 +65,29 @@ def test_counters_and_lateness_histogram_move_when_runs_complete(client, worker)
     assert after["tasks_run_start_lateness_seconds_bucket"][(("le", "+Inf"),)] == count_before + 3
     assert after["tasks_run_start_lateness_seconds_bucket"][(("le", "5.0"),)] >= count_before + 3
     assert after["tasks_broker_queue_messages"]  # the broker answered for the default queue
+
+
+@pytest.mark.django_db
+@override_settings(TASKS_RUN_RETENTION_DAYS=30, TASKS_FAILED_RUN_RETENTION_DAYS=30)
+def test_run_counters_do_not_go_back_when_retention_deletes_runs(client) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tasks_app.models import Trigger
+
+    task = services.task_create(id="counted", action="noop")
+    now = timezone.now()
+    for age_days, status in ((40, RunStatus.COMPLETED), (40, RunStatus.FAILED), (1, "completed")):
+        run = services.run_create(task=task, trigger=Trigger.API, due_at=now, now=now)
+        when = now - timedelta(days=age_days)
+        Run.objects.filter(pk=run.pk).update(
+            status=status, due_at=when, started_at=when, finished_at=when, lateness_ms=3.0
+        )
+    before = scrape(client)
+    assert runs(before, "completed", "noop") == 2 and runs(before, "failed", "noop") == 1
+    assert services.runs_prune().runs == 2
+    after = scrape(client)
+    assert runs(after, "completed", "noop") == 2 and runs(after, "failed", "noop") == 1
+    assert after["tasks_run_start_lateness_seconds_count"][()] == 3
+    assert after["tasks_run_start_lateness_seconds_bucket"][(("le", "0.005"),)] == 3

@@ -138,3 +138,25 @@ def test_run_page_is_titled_as_a_run_and_list_actions_skip_what_they_cannot_do(o
     waiting.refresh_from_db()
     done.refresh_from_db()
     assert (waiting.status, done.status) == (RunStatus.CANCELLED, RunStatus.COMPLETED)
+
+
+def test_the_run_list_never_counts_the_whole_history(operator, monkeypatch) -> None:
+    """Large: the table's estimate ("about N"); filtered: counted up to a cap ("more than")."""
+    from django.db import connection
+
+    from tasks_app import admin_paging
+
+    task = services.task_create(id="counted-list", action="noop")
+    for _ in range(6):
+        finished(services.task_execute(task=task), RunStatus.FAILED)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE tasks_app_run")
+    monkeypatch.setattr(admin_paging, "EXACT_BELOW", 1)
+    monkeypatch.setattr(admin_paging, "COUNT_CAP", 4)
+    page = operator.get(reverse(LIST)).content.decode()
+    estimate = admin_paging.table_estimate("tasks_app_run")
+    assert f"about {estimate} runs" in page
+    failed = operator.get(reverse(LIST), {"status__exact": "failed"}).content.decode()
+    assert "more than 4 runs" in failed
+    one = operator.get(reverse(LIST), {"q": "counted-list", "status__exact": "completed"})
+    assert "0 runs" in one.content.decode()

@@ -138,12 +138,12 @@ def test_a_generated_client_drives_the_seed_workflow(generated: Any, worker: Any
         client=client, task="client-1", status=[models.RunsListStatusItem.COMPLETED]
     )
     assert isinstance(page, models.PaginatedRunOutputList), page
-    assert page.count == 1 and [r.id for r in page.results] == [run.id]
+    assert [r.id for r in page.results] == [run.id]  # keyset pages: no count
     assert page.next_ is None and page.previous is None
     none = api("runs.runs_list").sync(
         client=client, task="client-1", status=[models.RunsListStatusItem.FAILED]
     )
-    assert none.count == 0 and none.results == []
+    assert none.results == []
     tasks = api("tasks.tasks_list").sync(client=client, search="client")
     assert [t.id for t in tasks.results] == ["client-1"]
 

@@ -210,3 +210,31 @@ def test_tables_pause_resume_preview_backfill_runs() -> None:
     assert retried["trigger"] == "retry" and retried["attempt"] == 2
     with pytest.raises(CommandError, match="only pending or queued"):
         call_command("tasks", "cancel", waiting["id"], stdout=StringIO())
+
+
+@override_settings(TASKS_RUN_RETENTION_DAYS=30, TASKS_FAILED_RUN_RETENTION_DAYS=90)
+def test_prune_deletes_expired_runs_and_says_how_many(db) -> None:
+    from tasks_app.models import RunStatus, Trigger
+
+    task = services.task_create(id="pruned", action="noop", keep_runs_count=1)
+    now = timezone.now()
+    for age in (40, 2, 1):
+        run = services.run_create(task=task, trigger=Trigger.CLI, due_at=now, now=now)
+        when = now - timedelta(days=age)
+        Run.objects.filter(pk=run.pk).update(
+            status=RunStatus.COMPLETED, due_at=when, finished_at=when
+        )
+    assert tasks("prune")["runs"] == 2
+    assert Run.objects.filter(task=task).count() == 1
+    assert "deleted 0 runs and 0 task results" in tasks_text("prune")
+    with pytest.raises(CommandError, match="--batch: must be a positive whole number"):
+        call_command("tasks", "prune", "--batch", "0")
+
+
+def test_keep_runs_options_set_the_tasks_own_retention(db) -> None:
+    created = tasks(
+        "create", "kept", "--action", "noop", "--keep-runs-days", "7", "--keep-runs", "50"
+    )
+    assert (created["keep_runs_days"], created["keep_runs_count"]) == (7, 50)
+    with pytest.raises(CommandError, match="keep_runs_days"):
+        call_command("tasks", "update", "kept", "--keep-runs-days", "0")

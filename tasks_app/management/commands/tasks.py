@@ -189,6 +189,15 @@ class Command(BaseCommand):
                 type=duration,
                 help="a run that could not start this long after its due time expires",
             )
+            p.add_argument(
+                "--keep-runs-days",
+                type=int,
+                metavar="DAYS",
+                help="delete this task's finished runs after DAYS (instead of the global days)",
+            )
+            p.add_argument(
+                "--keep-runs", type=int, metavar="N", help="keep at most N finished runs"
+            )
             recurring = p.add_mutually_exclusive_group()
             recurring.add_argument("--every", type=duration, help="interval schedule (30s, 5m, 1h)")
             recurring.add_argument("--cron", help="cron schedule, 5 fields ('0 9 * * 1-5')")
@@ -271,6 +280,14 @@ class Command(BaseCommand):
         p.add_argument("--start", type=instant, required=True, metavar="ISO-8601")
         p.add_argument("--end", type=instant, required=True, metavar="ISO-8601")
 
+        p = verb(
+            "prune",
+            "delete expired runs now (retention; the leading beat does it continuously)",
+        )
+        p.add_argument(
+            "--batch", type=int, metavar="N", help="rows per delete (TASKS_RETENTION_BATCH)"
+        )
+
         p = verb("preview", "the next fire times of a task's schedule")
         p.add_argument("id")
         p.add_argument("--count", type=bounded_int(1, selectors.MAX_PREVIEW), default=5)
@@ -331,6 +348,8 @@ class Command(BaseCommand):
             ("queue", "queue"),
             ("priority", "priority"),
             ("max_retries", "max_retries"),
+            ("keep_runs_days", "keep_runs_days"),
+            ("keep_runs", "keep_runs_count"),
         ):
             if options.get(option) is not None:
                 data[field] = options[option]
@@ -515,6 +534,17 @@ class Command(BaseCommand):
         self.out(
             {"created": len(runs), "runs": RunOutputSerializer(runs, many=True).data},
             f"created {len(runs)} backfill runs" + ("\n" + self.runs_table(runs) if runs else ""),
+        )
+
+    def do_prune(self, o: dict[str, Any]) -> None:
+        batch = o.get("batch")
+        if batch is not None and batch < 1:
+            raise CommandError("--batch: must be a positive whole number", returncode=2)
+        report = services.runs_prune(now=self.now, batch=batch)
+        self.out(
+            report.as_dict(),
+            f"deleted {report.runs} runs and {report.task_results} task results "
+            f"in {report.seconds:.1f} s",
         )
 
     def do_preview(self, o: dict[str, Any]) -> None:
