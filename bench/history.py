@@ -1,6 +1,7 @@
 """History scenario: pages and retention with 20,000,000 finished runs over 90 days.
 
-``python -m bench history`` (``--quick``: 1,000,000 runs and shorter windows). In its own
+``python -m bench history`` (``--quick``: 1,000,000 runs and shorter windows;
+``HISTORY_RUNS=N`` another size). In its own
 database (``BENCH_HISTORY_DATABASE_URL``, default ``.../tasks_history_bench``, dropped at the
 end unless ``HISTORY_KEEP_DB=1``), in a child process pointed at it:
 
@@ -267,7 +268,7 @@ def _child(out: Path, quick: bool) -> None:
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     }
-    runs = QUICK_RUNS if quick else HISTORY_RUNS
+    runs = int(os.environ.get("HISTORY_RUNS") or (QUICK_RUNS if quick else HISTORY_RUNS))
     result: dict[str, Any] = {"scenario": "history", "target_ms": TARGET_MS, "tasks": TASKS}
     with override_settings(STORAGES=plain_static):
         client = Client()
