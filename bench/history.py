@@ -152,17 +152,9 @@ def _deleted_so_far() -> int:
 def _lateness(since: Any, until: Any) -> dict[str, Any]:
     from tasks_app.models import Run
 
-    values = list(
-        Run.objects.filter(
-            task_id__startswith="load-",
-            due_at__gte=since,
-            due_at__lt=until,
-            lateness_ms__isnull=False,
-        ).values_list("lateness_ms", flat=True)
-    )
-    due = Run.objects.filter(
-        task_id__startswith="load-", due_at__gte=since, due_at__lt=until
-    ).count()
+    load = Run.objects.filter(task_id__in=LOAD_IDS, due_at__gte=since, due_at__lt=until)
+    values = list(load.filter(lateness_ms__isnull=False).values_list("lateness_ms", flat=True))
+    due = load.count()
     return {
         "runs_due": due,
         "runs_started": len(values),
@@ -178,10 +170,12 @@ def _retention(quick: bool) -> dict[str, Any]:
 
     from bench import common
     from tasks_app import services
-    from tasks_app.models import Run
+    from tasks_app.models import Run, Task
 
     window = float(os.environ.get("HISTORY_RETENTION_WINDOW_S", "60" if quick else "300"))
     baseline_s = 30.0 if quick else 90.0
+    for task in Task.objects.filter(pk__in=LOAD_IDS):  # a previous attempt's
+        services.task_delete(task=task)
     for task_id in LOAD_IDS:
         services.task_create(
             id=task_id,

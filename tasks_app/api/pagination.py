@@ -58,9 +58,16 @@ class Pagination(PageNumberPagination):
         return out
 
 
+CURSOR_PATTERN = r"^[A-Za-z0-9+/=]*$"  # what DRF issues: base64 of the position
+
+
 class CursorQuerySerializer(serializers.Serializer):
-    cursor = serializers.CharField(
-        required=False, max_length=2000, help_text="Opaque; take it from `next` or `previous`."
+    cursor = serializers.RegexField(
+        CURSOR_PATTERN,
+        required=False,
+        allow_blank=True,  # DRF reads an empty cursor as the first page
+        max_length=2000,
+        help_text="Opaque; take it from `next` or `previous`.",
     )
     page_size = serializers.IntegerField(
         required=False, min_value=1, max_value=500, help_text="Items per page (default 50)."
@@ -113,7 +120,7 @@ class RunCursorPagination(CursorPagination):
             if param["name"] == "page_size":
                 param["schema"].update({"minimum": 1, "maximum": self.max_page_size})
             if param["name"] == "cursor":
-                param["schema"].update({"maxLength": 2000})
+                param["schema"].update({"maxLength": 2000, "pattern": CURSOR_PATTERN})
         return params
 
     def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:

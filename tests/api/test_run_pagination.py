@@ -66,12 +66,13 @@ def test_a_tasks_runs_and_dead_runs_page_the_same_way(api: APIClient) -> None:
     assert sorted(dead) == sorted(str(r.pk) for r in failed)
 
 
-def test_bad_page_and_page_size_are_400_naming_them_and_a_foreign_cursor_is_404(
+def test_bad_page_page_size_and_cursor_are_400_naming_them_a_foreign_cursor_404(
     api: APIClient,
 ) -> None:
     finished_runs("x", 1)
-    body = assert_error(api.get("/api/runs", {"cursor": "not-a-cursor"}), 404)
+    body = assert_error(api.get("/api/runs", {"cursor": "bz1hYmM="}), 404)  # "o=abc"
     assert "cursor" in body["error"]
+    assert_error(api.get("/api/runs", {"cursor": "not a cursor!"}), 400, "cursor")
     assert_error(api.get("/api/runs", {"page": 2}), 400, "page")
     assert_error(api.get("/api/tasks/x/runs", {"page_size": 0}), 400, "page_size")
     assert_error(api.get("/api/runs/dead", {"page_size": 501}), 400, "page_size")
