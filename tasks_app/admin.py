@@ -14,7 +14,10 @@
   on the index.
 
 Saves, buttons and actions go through ``tasks_app.services``; the admin holds no rules of its
-own, and service validation errors are shown next to their field (``Task.clean``).
+own, and service validation errors are shown next to their field (``Task.clean``). Which
+actions a user may use is ``tasks_app.permissions``: the action list offers only those, a
+forbidden one is an error on the action field, and buttons on a task whose action the user
+may not use are refused with a message.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from django_celery_results.models import TaskResult
 
-from . import actions, admin_views, scheduling, services, validation
+from . import actions, admin_views, permissions, scheduling, services, validation
 from .admin_paging import HistoryPaginator
 from .admin_views import badge, duration, instant
 from .models import (
@@ -76,9 +79,11 @@ def _app_list_product_first(request: HttpRequest, app_label: str | None = None) 
 admin.site.get_app_list = _app_list_product_first  # type: ignore[method-assign]
 
 
-def _action_choices() -> list[tuple[str, str]]:
-    """Each registered action with its one-line description, as the select shows it."""
-    return [(a.name, f"{a.name} — {a.description}") for a in actions.all_actions()]
+def _action_choices(user: Any = None) -> list[tuple[str, str]]:
+    """Each registered action (that ``user``, if given, may use) with its one-line
+    description, as the select shows it."""
+    offered = actions.all_actions() if user is None else permissions.usable_actions(user)
+    return [(a.name, f"{a.name} — {a.description}") for a in offered]
 
 
 def action_schemas() -> dict[str, dict[str, Any]]:
@@ -141,16 +146,34 @@ class TaskForm(forms.ModelForm):
             "payload": forms.Textarea(attrs={"rows": 6, "cols": 60, "class": "tasks-mono"}),
         }
 
+    # The user the form is for (set by ``TaskAdmin.get_form``): the actions they may use.
+    user: Any = None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         field = self.fields["action"]
         assert isinstance(field, ActionField)
         current = self.instance.action if self.instance else ""
-        if current and current not in {name for name, _ in _action_choices()}:
+        offered = _action_choices(self.user)
+        if current and current not in {a.name for a in actions.all_actions()}:
             # Keep an action that is no longer registered visible; saving it is refused.
-            field.choices = [(current, f"{current} — not registered"), *_action_choices()]
+            field.choices = [(current, f"{current} — not registered"), *offered]
+        elif current and current not in {name for name, _ in offered}:
+            # Shown as it is; saving is refused unless the user picks one they may use.
+            needs = permissions.required_permission(current)
+            field.choices = [(current, f"{current} — needs the permission {needs}"), *offered]
         elif not current:
-            field.choices = [("", "— choose an action —"), *_action_choices()]
+            field.choices = [("", "— choose an action —"), *offered]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.user is not None and "action" in cleaned:
+            stored = None if self.instance._state.adding else self.initial.get("action")
+            try:
+                permissions.check_actions(self.user, *filter(None, (stored, cleaned["action"])))
+            except permissions.ActionNotPermitted as exc:
+                self.add_error("action", str(exc)[0].upper() + str(exc)[1:] + ".")
+        return cleaned
 
     def clean_delay_seconds(self) -> float | None:
         value = self.cleaned_data.get("delay_seconds")
@@ -262,6 +285,12 @@ class TaskAdmin(admin.ModelAdmin):
             "tasks_app/vendor/jsoneditor.js",
             "tasks_app/payload_form.js",
         )
+
+    def get_form(
+        self, request: HttpRequest, obj: Task | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"user": request.user})
 
     def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)
@@ -473,6 +502,15 @@ class TaskAdmin(admin.ModelAdmin):
             raise PermissionDenied
         return task
 
+    def _refused(self, request: HttpRequest, task: Task) -> bool:
+        """Whether the user may not use ``task``'s action (and was told so)."""
+        try:
+            permissions.check_actions(request.user, task.action)
+        except permissions.ActionNotPermitted as exc:
+            self.message_user(request, f"Task {task.pk} refused: {exc}.", messages.ERROR)
+            return True
+        return False
+
     def _back(self, task: Task) -> HttpResponseRedirect:
         return HttpResponseRedirect(reverse("admin:tasks_app_task_change", args=[task.pk]))
 
@@ -481,6 +519,8 @@ class TaskAdmin(admin.ModelAdmin):
 
     def _run_now(self, request: HttpRequest, object_id: str) -> HttpResponse:
         task = self._task_for_button(request, object_id)
+        if self._refused(request, task):
+            return self._back(task)
         run = services.task_execute(task=task, trigger=Trigger.ADMIN)
         # Published on commit: read the status the run has now, not the one it was created in.
         run.refresh_from_db(fields=["status", "due_at"])
@@ -510,6 +550,8 @@ class TaskAdmin(admin.ModelAdmin):
 
     def _resume(self, request: HttpRequest, object_id: str) -> HttpResponse:
         task = self._task_for_button(request, object_id)
+        if self._refused(request, task):
+            return self._back(task)
         services.task_resume(task=task, by=_user(request))
         self.message_user(request, f"Task {task.pk} resumed.", messages.SUCCESS)
         return self._back(task)
@@ -519,6 +561,8 @@ class TaskAdmin(admin.ModelAdmin):
 
     def _duplicate(self, request: HttpRequest, object_id: str) -> HttpResponse:
         task = self._task_for_button(request, object_id)
+        if self._refused(request, task):
+            return self._back(task)
         try:
             copy = services.task_duplicate(task=task, by=_user(request))
         except (ValidationError, services.ConflictError) as exc:
@@ -535,7 +579,8 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.action(description="Run now", permissions=["change"])
     def run_now(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
-        runs = [services.task_execute(task=task, trigger=Trigger.ADMIN) for task in queryset]
+        allowed = [task for task in queryset if not self._refused(request, task)]
+        runs = [services.task_execute(task=task, trigger=Trigger.ADMIN) for task in allowed]
         statuses = Run.objects.filter(pk__in=[r.pk for r in runs]).values_list("status", flat=True)
         by_status: dict[str, int] = {}
         for status in statuses:
@@ -553,9 +598,10 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.action(description="Resume", permissions=["change"])
     def resume(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
-        for task in queryset:
+        allowed = [task for task in queryset if not self._refused(request, task)]
+        for task in allowed:
             services.task_resume(task=task, by=_user(request))
-        self.message_user(request, f"{queryset.count()} task(s) resumed.", messages.SUCCESS)
+        self.message_user(request, f"{len(allowed)} task(s) resumed.", messages.SUCCESS)
 
 
 class QueueFilter(admin.SimpleListFilter):
@@ -794,20 +840,31 @@ class RunAdmin(admin.ModelAdmin):
         return require_POST(self._button(services.run_cancel, "cancelled"))(request, object_id)
 
     def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        return require_POST(self._button(services.run_retry, "retried"))(request, object_id)
+        return require_POST(self._button(services.run_retry, "retried", runs_action=True))(
+            request, object_id
+        )
 
-    def _button(self, service: Callable[..., Run], verb: str) -> Callable[..., HttpResponse]:
+    def _button(
+        self, service: Callable[..., Run], verb: str, *, runs_action: bool = False
+    ) -> Callable[..., HttpResponse]:
+        """A POST-only button; ``runs_action``: it makes the task's action run again, so the
+        user must be allowed to use that action (``tasks_app.permissions``)."""
+
         def view(request: HttpRequest, object_id: str) -> HttpResponse:
             run = get_object_or_404(Run.objects.select_related("task"), pk=object_id)
             if not self.has_change_permission(request, run):
                 raise PermissionDenied
             target = run
             try:
+                if runs_action:
+                    permissions.check_actions(request.user, run.task.action)
                 result = service(run=run)
                 target = result
                 self.message_user(request, f"Run {str(run.pk)[:8]} {verb}.", messages.SUCCESS)
             except services.ConflictError as exc:
                 self.message_user(request, str(exc), messages.WARNING)
+            except permissions.ActionNotPermitted as exc:
+                self.message_user(request, f"Run {str(run.pk)[:8]} refused: {exc}.", messages.ERROR)
             return HttpResponseRedirect(reverse("admin:tasks_app_run_change", args=[target.pk]))
 
         return view
@@ -835,7 +892,14 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry (failed, expired or cancelled runs)", permissions=["change"])
     def retry(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
-        self._each(request, queryset, services.run_retry, "retried", RETRYABLE_RUN_STATUSES)
+        self._each(
+            request,
+            queryset,
+            services.run_retry,
+            "retried",
+            RETRYABLE_RUN_STATUSES,
+            runs_action=True,
+        )
 
     def _each(
         self,
@@ -844,6 +908,8 @@ class RunAdmin(admin.ModelAdmin):
         service: Callable[..., Run],
         verb: str,
         offered: frozenset[str],
+        *,
+        runs_action: bool = False,
     ) -> None:
         """Apply ``service`` to the selected runs in ``offered`` statuses; the others are
         counted and left alone, and the service's own refusal (a race) is reported."""
@@ -853,10 +919,14 @@ class RunAdmin(admin.ModelAdmin):
                 left += 1
                 continue
             try:
+                if runs_action:
+                    permissions.check_actions(request.user, run.task.action)
                 service(run=run)
                 done += 1
             except services.ConflictError as exc:
                 self.message_user(request, str(exc), messages.WARNING)
+            except permissions.ActionNotPermitted as exc:
+                self.message_user(request, f"Run {str(run.pk)[:8]} refused: {exc}.", messages.ERROR)
         self.message_user(request, f"{done} run(s) {verb}.", messages.SUCCESS)
         if left:
             self.message_user(

@@ -166,6 +166,14 @@ class Task(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = bounds_constraints("task")
+        # One per guarded action kind (tasks_app.permissions): held by superusers only
+        # until granted, like every Django permission.
+        permissions = [
+            ("use_action_exec", "Can create, change and run tasks with the exec action"),
+            ("use_action_command", "Can create, change and run tasks with the command action"),
+            ("use_action_http", "Can create, change and run tasks with the http action"),
+            ("use_action_email", "Can create, change and run tasks with the email action"),
+        ]
         indexes = [
             # Beat's hot query: recurring, unpaused, unflagged tasks by their next fire.
             models.Index(

@@ -61,6 +61,9 @@ class Action:
     description: str = ""
     validator: Draft202012Validator = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
     check: PayloadCheck | None = field(repr=False, compare=False, default=None)
+    # The Django permission ("app_label.codename") a user needs to create, change or run a
+    # task with this action; ``None``: model permissions on tasks are enough.
+    permission: str | None = None
 
     def validate(self, payload: JSON) -> None:
         errors = sorted(self.validator.iter_errors(payload), key=lambda e: list(e.path))
@@ -84,11 +87,14 @@ def register(
     schema: dict[str, JSON] | None = None,
     description: str = "",
     validate: PayloadCheck | None = None,
+    permission: str | None = None,
 ) -> Callable[[ActionFunc], ActionFunc]:
     """Register ``func`` as the action ``name`` with a JSON Schema for its payload.
 
     ``validate``, if given, is called with a payload that passed the schema and raises
     :class:`PayloadError` for anything else the action refuses at save time.
+    ``permission`` (``"app_label.codename"``), if given, is what a user must hold to create,
+    change or run a task with this action (``tasks_app.permissions`` checks it).
     """
     full_schema = schema or {"type": "object"}
     try:
@@ -106,6 +112,7 @@ def register(
             description=description or (func.__doc__ or "").strip().split("\n")[0],
             validator=Draft202012Validator(full_schema),
             check=validate,
+            permission=permission,
         )
         return func
 

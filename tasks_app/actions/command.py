@@ -99,6 +99,7 @@ def check_payload(payload: dict[str, JSON]) -> None:
     schema=SCHEMA,
     description="Runs an allow-listed Django management command (TASKS_COMMAND_ALLOWLIST).",
     validate=check_payload,
+    permission="tasks_app.use_action_command",
 )
 def run_command(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     name = str(payload["command"])

@@ -65,6 +65,7 @@ def check_payload(payload: dict[str, JSON]) -> None:
     schema=SCHEMA,
     description="Sends an e-mail (to, subject, body) through Django's e-mail backend.",
     validate=check_payload,
+    permission="tasks_app.use_action_email",
 )
 def send_email(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     to = recipients(payload)

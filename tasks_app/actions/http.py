@@ -98,6 +98,7 @@ def check_payload(payload: dict[str, JSON]) -> None:
     schema=SCHEMA,
     description="Sends an HTTP request (webhook); private addresses are refused.",
     validate=check_payload,
+    permission="tasks_app.use_action_http",
 )
 def http_request(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     url = str(payload["url"])

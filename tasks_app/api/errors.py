@@ -2,7 +2,8 @@
 
 Validation problems (DRF's or the services' Django ``ValidationError``) are 400 with one
 entry per field (``non_field_errors`` for the rest), a ``services.ConflictError`` is 409,
-a missing object 404, a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` 413, and auth problems
+a missing object 404, an action the user may not use 403 naming the permission
+(``detail.action``), a body over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` 413, and auth problems
 401/403. Anything else is a bug and stays a 500.
 """
 
@@ -19,6 +20,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from ..permissions import ActionNotPermitted
 from ..services import ConflictError
 
 NON_FIELD = "non_field_errors"
@@ -85,6 +87,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, DjangoValidationError):
         detail = flatten(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
         return Response(error_body(summary(detail), detail), status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, ActionNotPermitted):
+        return Response(
+            error_body(_sentence(str(exc)), {"action": [f"needs the permission {exc.permission}"]}),
+            status=status.HTTP_403_FORBIDDEN,
+        )
     if isinstance(exc, ConflictError):
         return Response(error_body(_sentence(str(exc))), status=status.HTTP_409_CONFLICT)
     if isinstance(exc, RequestDataTooBig):

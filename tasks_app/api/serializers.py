@@ -269,10 +269,20 @@ class ActionSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     schema = JSONObjectField(help_text="JSON Schema of the payload.")
+    permission = serializers.CharField(
+        allow_null=True,
+        help_text="The permission a user needs to create, change or run a task with this "
+        "action (null: none beyond the task permissions).",
+    )
 
 
 def action_data(action: actions.Action) -> dict[str, Any]:
-    return {"name": action.name, "description": action.description, "schema": action.schema}
+    return {
+        "name": action.name,
+        "description": action.description,
+        "schema": action.schema,
+        "permission": action.permission,
+    }
 
 
 class CheckSerializer(serializers.Serializer):

@@ -27,7 +27,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import actions, health, selectors, services
+from .. import actions, health, permissions, selectors, services
 from ..models import Run, Task, Trigger
 from ..representations import RunOutputSerializer, TaskCreatedSerializer, TaskOutputSerializer
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
@@ -55,7 +55,8 @@ ERROR_TEXT = {
     400: "Invalid input: a body field, a query parameter or a path parameter "
     "(detail names each one).",
     401: "Not authenticated (no or bad credentials).",
-    403: "Authenticated, but lacking the model permission.",
+    403: "Authenticated, but lacking the model permission, or the permission the task's "
+    "action needs (tasks_app.use_action_<action>; the error names it).",
     404: "No such task or run (or a page past the last one).",
     409: "The request conflicts with the current state.",
     413: "The request body is over the size limit.",
@@ -108,6 +109,11 @@ class ApiView(APIView):
     @property
     def by(self) -> str:
         return str(self.request.user.get_username())
+
+    def may_use(self, *action_names: str) -> None:
+        """403 naming the permission unless the user may use each action
+        (``tasks_app.permissions``)."""
+        permissions.check_actions(self.request.user, *action_names)
 
     def task(self, task_id: str) -> Task:
         return get_object_or_404(Task, pk=task_id)
@@ -223,6 +229,7 @@ class TaskListView(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = self.body(TaskCreateSerializer)
+        self.may_use(data["action"])
         task_id = data.pop("id", None)
         one_off = {
             k: data.pop(k)
@@ -255,6 +262,7 @@ class TaskDetailView(ApiView):
         data = self.body(TaskFieldsSerializer)
         full = {name: _default(name) for name in services.TASK_FIELDS}
         full.update(data)
+        self.may_use(task.action, full["action"])
         task = services.task_update(task=task, data=full, by=self.by)
         return Response(TaskOutputSerializer(task).data)
 
@@ -266,6 +274,7 @@ class TaskDetailView(ApiView):
     def patch(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
         data = self.body(TaskFieldsSerializer, partial=True)
+        self.may_use(task.action, data.get("action", task.action))
         task = services.task_update(task=task, data=data, by=self.by)
         return Response(TaskOutputSerializer(task).data)
 
@@ -288,7 +297,9 @@ class TaskExecuteView(ApiView):
         responses={202: RunOutputSerializer, **errors(404)},
     )
     def post(self, request: Request, task_id: str) -> Response:
-        run = services.task_execute(task=self.task(task_id), trigger=Trigger.API)
+        task = self.task(task_id)
+        self.may_use(task.action)
+        run = services.task_execute(task=task, trigger=Trigger.API)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -320,6 +331,7 @@ class TaskScheduleView(ApiView):
     )
     def post(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
+        self.may_use(task.action)
         data = self.body(ScheduleSerializer)
         if "schedule_type" in data:
             task = services.task_update(task=task, data=data, by=self.by)
@@ -357,9 +369,9 @@ class TaskResumeView(ApiView):
         responses={200: TaskOutputSerializer, **errors(404)},
     )
     def post(self, request: Request, task_id: str) -> Response:
-        return Response(
-            TaskOutputSerializer(services.task_resume(task=self.task(task_id), by=self.by)).data
-        )
+        task = self.task(task_id)
+        self.may_use(task.action)
+        return Response(TaskOutputSerializer(services.task_resume(task=task, by=self.by)).data)
 
 
 @extend_schema(parameters=[TASK_ID])
@@ -374,6 +386,7 @@ class TaskBackfillView(ApiView):
     )
     def post(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
+        self.may_use(task.action)
         data = self.body(BackfillSerializer)
         runs = services.task_backfill(task=task, start=data["start"], end=data["end"], by=self.by)
         body = {"created": len(runs), "runs": RunOutputSerializer(runs, many=True).data}
@@ -488,7 +501,9 @@ class RunRetryView(ApiView):
         responses={202: RunOutputSerializer, **errors(404, 409)},
     )
     def post(self, request: Request, run_id: str) -> Response:
-        run = services.run_retry(run=self.run(run_id))
+        run = self.run(run_id)
+        self.may_use(run.task.action)
+        run = services.run_retry(run=run)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -3,7 +3,13 @@
 Each verb parses its arguments, calls one service (or selector), and prints either an
 aligned table with relative times or, with ``--json``, the same JSON the REST API returns.
 Exit status: 0 on success; 1 with a one-line message on stderr when the system refuses
-(validation, conflict, not found); 2 for usage errors (argparse).
+(validation, conflict, not found, permission); 2 for usage errors (argparse).
+
+Who acts: whoever can run ``manage.py`` holds the database credentials and the secret key,
+so by default the CLI is a trusted operator (every permission; the audit trail records
+``cli:<login name>``). ``--as USER`` acts as that Django user instead: the verb needs the
+user's model permissions and the task's action its action permission
+(``tasks_app.permissions``), exactly as in the admin and the API.
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from tasks_app import selectors, services, validation
+from tasks_app import permissions, selectors, services, validation
 from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 from tasks_app.representations import (
     RunOutputSerializer,
@@ -161,6 +168,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         common = CommandParser(add_help=False)
         common.add_argument("--json", action="store_true", help="print JSON (as the REST API does)")
+        common.add_argument(
+            "--as",
+            dest="as_user",
+            metavar="USER",
+            help="act as this Django user, with their permissions (default: a trusted operator)",
+        )
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
 
         def verb(name: str, text: str) -> CommandParser:
@@ -297,16 +310,44 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options.get("json"))
         self.now = timezone.now()
+        self.user = self.acting_user(options.get("as_user"), options["verb"])
         handler: Callable[[dict[str, Any]], None] = getattr(self, f"do_{options['verb']}")
         try:
             handler(options)
         except CommandError:
             raise
+        except permissions.ActionNotPermitted as exc:
+            raise CommandError(f"permission denied: {exc}", returncode=1) from exc
         except (ValidationError, services.ConflictError, LookupError) as exc:
             raise CommandError(one_line(exc), returncode=1) from exc
 
+    def acting_user(self, username: str | None, verb: str) -> Any:
+        """The Django user of ``--as`` (refused unless active and holding the verb's model
+        permissions), or ``None``: the trusted operator."""
+        if username is None:
+            return None
+        model = get_user_model()
+        user = model._default_manager.filter(**{model.USERNAME_FIELD: username}).first()
+        if user is None or not user.is_active:
+            raise CommandError(f"--as: no active user {username!r}", returncode=1)
+        missing = permissions.missing_permissions(user, verb)
+        if missing:
+            raise CommandError(
+                f"permission denied: {verb} needs {', '.join(missing)}, which {username} "
+                "does not hold",
+                returncode=1,
+            )
+        return user
+
+    def may_use(self, *action_names: str) -> None:
+        """Refuse (exit 1) an action the ``--as`` user may not use; the operator may."""
+        if self.user is not None:
+            permissions.check_actions(self.user, *action_names)
+
     @property
     def by(self) -> str:
+        if self.user is not None:
+            return str(self.user.get_username())
         try:
             return f"cli:{getpass.getuser()}"
         except (KeyError, OSError):
@@ -383,10 +424,12 @@ class Command(BaseCommand):
     # -- verbs --------------------------------------------------------------------------
 
     def do_create(self, o: dict[str, Any]) -> None:
+        fields = self.fields(o)
+        self.may_use(fields["action"])
         task, run = services.task_create_with_run(
             id=o.get("id"),
             by=self.by,
-            fields=self.fields(o),
+            fields=fields,
             delay_seconds=o.get("delay"),
             run_at=o.get("at"),
             expires_in_seconds=o.get("expires_in"),
@@ -466,6 +509,7 @@ class Command(BaseCommand):
         data = self.fields(o)
         if not data:
             raise CommandError("nothing to change: give at least one field option", returncode=2)
+        self.may_use(task.action, data.get("action", task.action))
         task = services.task_update(task=task, data=data, by=self.by)
         self.out(TaskOutputSerializer(task).data, f"updated task {task.id}")
 
@@ -475,11 +519,14 @@ class Command(BaseCommand):
         self.out({"id": o["id"], "deleted": True}, f"deleted task {o['id']} and its runs")
 
     def do_execute(self, o: dict[str, Any]) -> None:
-        run = services.task_execute(task=self.task(o["id"]), trigger=Trigger.CLI)
+        task = self.task(o["id"])
+        self.may_use(task.action)
+        run = services.task_execute(task=task, trigger=Trigger.CLI)
         self.out(RunOutputSerializer(run).data, f"run {run.id} of {run.task_id} queued now")
 
     def do_schedule(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
+        self.may_use(task.action)
         if o.get("every") is not None or o.get("cron"):
             if o.get("expires_in") is not None:
                 raise CommandError("--expires-in goes with --in or --at", returncode=2)
@@ -505,7 +552,9 @@ class Command(BaseCommand):
         self.out(TaskOutputSerializer(task).data, f"paused task {task.id}")
 
     def do_resume(self, o: dict[str, Any]) -> None:
-        task = services.task_resume(task=self.task(o["id"]), by=self.by)
+        task = self.task(o["id"])
+        self.may_use(task.action)
+        task = services.task_resume(task=task, by=self.by)
         self.out(
             TaskOutputSerializer(task).data,
             f"resumed task {task.id}; next run {relative(task.next_run_at, self.now)}",
@@ -524,13 +573,15 @@ class Command(BaseCommand):
         self.out(RunOutputSerializer(run).data, f"cancelled run {run.id}")
 
     def do_retry(self, o: dict[str, Any]) -> None:
-        run = services.run_retry(run=self.run(o["run_id"]))
+        run = self.run(o["run_id"])
+        self.may_use(run.task.action)
+        run = services.run_retry(run=run)
         self.out(RunOutputSerializer(run).data, f"run {run.id} (attempt {run.attempt}) queued")
 
     def do_backfill(self, o: dict[str, Any]) -> None:
-        runs = services.task_backfill(
-            task=self.task(o["id"]), start=o["start"], end=o["end"], by=self.by
-        )
+        task = self.task(o["id"])
+        self.may_use(task.action)
+        runs = services.task_backfill(task=task, start=o["start"], end=o["end"], by=self.by)
         self.out(
             {"created": len(runs), "runs": RunOutputSerializer(runs, many=True).data},
             f"created {len(runs)} backfill runs" + ("\n" + self.runs_table(runs) if runs else ""),
