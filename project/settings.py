@@ -415,6 +415,9 @@ TASKS_COMMAND_ALLOWLIST = env_list("TASKS_COMMAND_ALLOWLIST", "check,clearsessio
 TASKS_EXEC_ALLOWLIST = env_list("TASKS_EXEC_ALLOWLIST", "")
 # The only environment variable a program gets (no secrets are passed on).
 TASKS_EXEC_PATH = os.environ.get("TASKS_EXEC_PATH", "/usr/local/bin:/usr/bin:/bin")
+# When the worker runs as root, programs run as this unprivileged user (its primary group,
+# no supplementary groups); "root" runs them as root, knowingly. Ignored for other workers.
+TASKS_EXEC_USER = os.environ.get("TASKS_EXEC_USER", "nobody")
 # Resource limits per program (0 = no limit; CPU 0 = the run's timeout).
 TASKS_EXEC_CPU_SECONDS = int(os.environ.get("TASKS_EXEC_CPU_SECONDS", "0"))
 TASKS_EXEC_MEMORY_BYTES = int(os.environ.get("TASKS_EXEC_MEMORY_BYTES", str(1024**3)))

@@ -11,10 +11,11 @@ from billiard.einfo import ExceptionInfo
 from celery import Task as CeleryTask
 from celery import shared_task
 from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
-from celery.signals import task_prerun, worker_process_init, worker_ready
+from celery.signals import beat_init, task_prerun, worker_init, worker_process_init, worker_ready
 from django.db import close_old_connections, connection
 
 from . import (
+    hardening,
     health,  # noqa: F401  (starts the worker heartbeat: tasks_app.health)
     recovery,
     services,
@@ -51,6 +52,17 @@ def check_connections(sender: CeleryTask | None = None, **_: Any) -> None:
     if now - _last_task_at < HEALTH_CHECK_IDLE_SECONDS:
         connection.health_check_done = True  # type: ignore[attr-defined]
     _last_task_at = now
+
+
+@worker_init.connect
+@worker_process_init.connect
+@beat_init.connect
+def make_non_dumpable(**_: Any) -> None:
+    """The worker's main process before it forks its pool, each pool process again (what a
+    fork inherits, a pool restarted by another path gets too), and beat: none can be read
+    through ``/proc`` or ptrace by a same-user program, e.g. one the ``exec`` action runs
+    (``tasks_app.hardening``)."""
+    hardening.make_non_dumpable()
 
 
 @worker_ready.connect

@@ -9,6 +9,11 @@
 - **Clean environment.** The program gets ``PATH`` and nothing else, so the worker's
   secrets (``DJANGO_SECRET_KEY``, ``DATABASE_URL``, tokens) are not there to leak. It runs
   in a fresh temporary directory with stdin closed.
+- **Not the worker's secrets by other means.** The worker is non-dumpable
+  (``tasks_app.hardening``), so a program running as the worker's user cannot read
+  ``/proc/<worker>/environ`` or its memory. A worker running as root starts programs as
+  ``TASKS_EXEC_USER`` (``nobody`` by default; primary group only), who cannot read root's
+  processes or files. What this does not isolate: docs/actions.md#what-the-sandbox-isolates.
 - **Limits.** CPU seconds, address space and file size (``TASKS_EXEC_*``) via ``setrlimit``
   in the child; no core dumps.
 - **Timeout.** The program leads its own process group (``start_new_session``); on the
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+import pwd
 import resource
 import selectors
 import shutil
@@ -106,6 +112,7 @@ def check_payload(payload: dict[str, JSON]) -> None:
     schema=SCHEMA,
     description="Runs an allow-listed program (TASKS_EXEC_ALLOWLIST) without a shell.",
     validate=check_payload,
+    permission="tasks_app.use_action_exec",
 )
 def run_program(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     argv = [str(arg) for arg in payload["argv"]]
@@ -132,6 +139,33 @@ def run_program(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         output=text,
         result={"exit_code": 0, "output_bytes": finished.output_bytes},
     )
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The user and group a program runs as."""
+
+    name: str
+    uid: int
+    gid: int
+
+
+def exec_identity() -> Identity | None:
+    """Who programs run as: ``None`` (the worker's own user) unless the worker runs as root,
+    then ``TASKS_EXEC_USER``. An unknown user fails the run rather than run it as root."""
+    if os.geteuid() != 0:
+        return None
+    name = settings.TASKS_EXEC_USER
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise ActionError(
+            f"TASKS_EXEC_USER={name!r} is not a user on this machine; the worker runs as "
+            "root and will not run programs as root (set TASKS_EXEC_USER to an "
+            "unprivileged user, e.g. nobody)",
+            retryable=False,
+        ) from None
+    return Identity(name=name, uid=entry.pw_uid, gid=entry.pw_gid)
 
 
 @dataclass(frozen=True)
@@ -162,6 +196,7 @@ def run_argv(executable: str, argv: list[str], *, timeout: float, limit: int) ->
     """Run ``argv`` (``executable`` is the resolved ``argv[0]``) with the limits above."""
     cpu = settings.TASKS_EXEC_CPU_SECONDS or math.ceil(timeout)
     memory, files = settings.TASKS_EXEC_MEMORY_BYTES, settings.TASKS_EXEC_FILE_SIZE_BYTES
+    identity = exec_identity()
     kept = bytearray()
     total = 0
     timed_out = False
@@ -173,19 +208,17 @@ def run_argv(executable: str, argv: list[str], *, timeout: float, limit: int) ->
             kept.extend(chunk[: limit + 1 - len(kept)])
 
     with tempfile.TemporaryDirectory(prefix="tasks-exec-") as workdir:
-        # No shell: the argv list goes straight to execve (S603 is about shell=False input).
-        proc = subprocess.Popen(  # noqa: S603
-            argv,
-            executable=executable,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=clean_environment(),
-            cwd=workdir,
-            start_new_session=True,
-            close_fds=True,
-            preexec_fn=lambda: _limits(cpu, memory, files),
-        )
+        if identity is not None:
+            # Popen switches to the user after entering the working directory: root's 0700
+            # temporary directory is handed over first, so the program can use it.
+            os.chown(workdir, identity.uid, identity.gid)
+        try:
+            proc = _start(argv, executable, workdir, identity, lambda: _limits(cpu, memory, files))
+        except OSError as exc:  # e.g. the program is not executable by TASKS_EXEC_USER
+            who = f" as user {identity.name}" if identity else ""
+            raise ActionError(
+                f"cannot start {argv[0]}{who}: {exc.strerror or exc}", retryable=False
+            ) from exc
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
         os.set_blocking(fd, False)
@@ -212,6 +245,30 @@ def run_argv(executable: str, argv: list[str], *, timeout: float, limit: int) ->
             proc.stdout.close()
     return Finished(
         returncode=proc.returncode, output=bytes(kept), output_bytes=total, timed_out=timed_out
+    )
+
+
+def _start(
+    argv: list[str],
+    executable: str,
+    workdir: str,
+    identity: Identity | None,
+    limits: Callable[[], None],
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(  # noqa: S603  (no shell: the argv list goes straight to execve)
+        argv,
+        executable=executable,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=clean_environment(),
+        cwd=workdir,
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=limits,
+        user=identity.uid if identity else None,
+        group=identity.gid if identity else None,
+        extra_groups=[] if identity else None,
     )
 
 

@@ -21,7 +21,7 @@ import pytest
 from tests.processes import Proc, delete_queue, start_worker
 
 LOOPBACK_ONLY = "127.0.0.1/32"
-WORKER_EXEC_ALLOWLIST = ["echo", "env", "printenv"]
+WORKER_EXEC_ALLOWLIST = ["echo", "env", "printenv", "cat"]
 
 
 @dataclass
@@ -115,8 +115,8 @@ def actions_queue(_session_queue: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def actions_worker(actions_queue: str, process_logs: Path, secret_token: str) -> Iterator[Proc]:
-    """A real worker with loopback webhooks allowed, ``echo``/``env``/``printenv`` allowed
-    for exec, and a secret-looking variable in its own environment."""
+    """A real worker with loopback webhooks allowed, ``echo``/``env``/``printenv``/``cat``
+    allowed for exec, and a secret-looking variable in its own environment."""
     proc = start_worker(
         process_logs,
         TASKS_DEFAULT_QUEUE=actions_queue,

@@ -3,20 +3,44 @@
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.core.exceptions import ValidationError
 
-from tasks_app import actions, services
+from tasks_app import actions, hardening, services
 from tasks_app.actions.program import run_program
-from tasks_app.models import RunStatus
+from tasks_app.models import Run, RunStatus
 from tests.actions.conftest import WORKER_EXEC_ALLOWLIST
 from tests.actions.helpers import context, finished
-from tests.processes import ROOT, wait_until
+from tests.processes import ROOT, Proc, wait_until
+
+# A Python the program's user can run: the test interpreter, unless the tests run as root —
+# programs then run as TASKS_EXEC_USER (nobody), who cannot reach a virtualenv under /root.
+PYTHON = (
+    sys.executable
+    if os.geteuid() != 0
+    else shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or sys.executable
+)
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the tests do not run as root")
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A scratch directory any user can write (pytest's own is private to the test's user,
+    and a program may run as another one)."""
+    path = Path(tempfile.mkdtemp(prefix="tasks-test-"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
 
 HOSTILE = [
     "; touch {canary}",
@@ -122,13 +146,13 @@ time.sleep(120)
 """
 
 
-def test_timeout_kills_the_program_and_its_child(settings: object, tmp_path: Path) -> None:
-    settings.TASKS_EXEC_ALLOWLIST = [sys.executable]  # type: ignore[attr-defined]
-    pids_file = tmp_path / "pids"
+def test_timeout_kills_the_program_and_its_child(settings: object, open_tmp: Path) -> None:
+    settings.TASKS_EXEC_ALLOWLIST = [PYTHON]  # type: ignore[attr-defined]
+    pids_file = open_tmp / "pids"
     started = time.monotonic()
     with pytest.raises(actions.ActionError) as info:
         run_program(
-            {"argv": [sys.executable, "-c", SIGTERM_IGNORING_FORKER, str(pids_file)]},
+            {"argv": [PYTHON, "-c", SIGTERM_IGNORING_FORKER, str(pids_file)]},
             context(timeout_seconds=3),
         )
     elapsed = time.monotonic() - started
@@ -150,26 +174,26 @@ def test_environment_is_path_only(settings: object, monkeypatch: pytest.MonkeyPa
 
 
 def test_resource_limits_apply(settings: object) -> None:
-    settings.TASKS_EXEC_ALLOWLIST = [sys.executable]  # type: ignore[attr-defined]
+    settings.TASKS_EXEC_ALLOWLIST = [PYTHON]  # type: ignore[attr-defined]
     settings.TASKS_EXEC_MEMORY_BYTES = 256 * 1024**2  # type: ignore[attr-defined]
     settings.TASKS_EXEC_FILE_SIZE_BYTES = 1024 * 1024  # type: ignore[attr-defined]
     code = (
         "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0],"
         " resource.getrlimit(resource.RLIMIT_FSIZE)[0], resource.getrlimit(resource.RLIMIT_CPU)[0])"
     )
-    outcome = run_program({"argv": [sys.executable, "-c", code]}, context(timeout_seconds=7))
+    outcome = run_program({"argv": [PYTHON, "-c", code]}, context(timeout_seconds=7))
     assert outcome.output.split() == [str(256 * 1024**2), str(1024**2), "7"]  # type: ignore[union-attr]
     with pytest.raises(actions.ActionError, match="(?s)exited with status 1.*MemoryError"):
         run_program(
-            {"argv": [sys.executable, "-c", "x = bytearray(512 * 1024 * 1024)"]},
+            {"argv": [PYTHON, "-c", "x = bytearray(512 * 1024 * 1024)"]},
             context(timeout_seconds=10),
         )
 
 
 def test_output_is_capped(settings: object) -> None:
-    settings.TASKS_EXEC_ALLOWLIST = [sys.executable]  # type: ignore[attr-defined]
+    settings.TASKS_EXEC_ALLOWLIST = [PYTHON]  # type: ignore[attr-defined]
     code = "import sys; sys.stdout.write('z' * (1024 * 1024))"
-    outcome = run_program({"argv": [sys.executable, "-c", code]}, context(timeout_seconds=10))
+    outcome = run_program({"argv": [PYTHON, "-c", code]}, context(timeout_seconds=10))
     assert isinstance(outcome, actions.Outcome)
     assert outcome.result["output_bytes"] == 1024 * 1024
     text, truncated = services.cap_output(outcome.output)
@@ -212,3 +236,126 @@ def test_worker_secrets_never_reach_a_runs_output_or_error(
         assert secret_token not in text
         for name in ("PAYMENTS_API_TOKEN=", "DATABASE_URL", "DJANGO_SECRET_KEY", "postgres://"):
             assert name not in text
+
+
+@as_root
+def test_a_root_worker_runs_programs_as_the_exec_user(settings: object) -> None:
+    """Root's programs run as TASKS_EXEC_USER with its own group and no supplementary ones,
+    in a working directory they can use."""
+    settings.TASKS_EXEC_ALLOWLIST = [PYTHON]  # type: ignore[attr-defined]
+    nobody = pwd.getpwnam("nobody")
+    code = (
+        "import os; open('scratch', 'w').write('x');"
+        " print(os.getuid(), os.getgid(), os.getgroups())"
+    )
+    outcome = run_program({"argv": [PYTHON, "-c", code]}, context(timeout_seconds=10))
+    assert outcome.output.split(maxsplit=2) == [  # type: ignore[union-attr]
+        str(nobody.pw_uid),
+        str(nobody.pw_gid),
+        "[]\n",
+    ]
+
+
+@as_root
+def test_an_unknown_exec_user_fails_the_run_instead_of_running_as_root(settings: object) -> None:
+    settings.TASKS_EXEC_ALLOWLIST = ["echo"]  # type: ignore[attr-defined]
+    settings.TASKS_EXEC_USER = "no-such-user-here"  # type: ignore[attr-defined]
+    with pytest.raises(actions.ActionError, match="TASKS_EXEC_USER='no-such-user-here'") as info:
+        run_program({"argv": ["echo", "hi"]}, context())
+    assert not info.value.retryable
+
+
+# Sets the flag as the worker does (or not), then has a same-user program read its environ.
+READ_OWN_ENVIRON = """
+import os, subprocess, sys
+sys.path.insert(0, sys.argv[1])
+from tasks_app import hardening
+if sys.argv[2] == "harden":
+    hardening.make_non_dumpable()
+done = subprocess.run(["cat", f"/proc/{os.getpid()}/environ"], capture_output=True)
+print(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(), sep="|")
+"""
+
+
+@pytest.mark.parametrize("harden", [False, True], ids=["dumpable", "non-dumpable"])
+def test_a_same_user_program_cannot_read_a_non_dumpable_parents_environ(
+    harden: bool, open_tmp: Path
+) -> None:
+    """The worker's own protection when it does not run as root: the same-user child reads
+    the parent's environment only while the parent is dumpable. (As root the parent runs
+    unprivileged via setpriv, since root may read any process.)"""
+    script = open_tmp / "read_environ.py"
+    script.write_text(READ_OWN_ENVIRON)
+    script.chmod(0o644)
+    python = PYTHON
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("setpriv (util-linux) is needed to drop root for this test")
+        prefix = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    env = {"PATH": "/usr/bin:/bin", "WORKER_SECRET": "s3cr3t-value"}
+    done = subprocess.run(
+        [*prefix, python, str(script), str(ROOT), "harden" if harden else "plain"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    status, out, err = done.stdout.rstrip("\n").split("|", 2)
+    if harden:
+        assert status == "1" and "Permission denied" in err
+        assert "s3cr3t-value" not in out
+    else:  # the control: without the flag the leak the issue reported is real
+        assert status == "0" and "WORKER_SECRET=s3cr3t-value" in out
+
+
+def test_non_dumpable_survives_fork() -> None:
+    """Celery's pool processes are forked from the worker after it set the flag."""
+    code = (
+        "import os, sys; sys.path.insert(0, sys.argv[1]); from tasks_app import hardening\n"
+        "hardening.make_non_dumpable()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(0 if not hardening.is_dumpable() else 3)\n"
+        "print(os.waitpid(pid, 0)[1] >> 8, hardening.is_dumpable())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, timeout=30
+    )
+    assert done.stdout.split() == ["0", "False"], done.stderr
+    assert hardening.is_dumpable()  # the test process itself is untouched
+
+
+@pytest.mark.e2e
+@pytest.mark.django_db(transaction=True)
+def test_a_program_cannot_read_the_real_workers_environ(
+    actions_worker: Proc, actions_queue: str, secret_token: str, settings: object
+) -> None:
+    """The issue's attack on a real ``celery worker``: with ``cat`` allowed, read
+    ``/proc/self/stat`` for the parent (the pool process), then that process's and the main
+    worker's ``environ``. Both reads fail; no run's output or error holds a secret."""
+    settings.TASKS_EXEC_ALLOWLIST = WORKER_EXEC_ALLOWLIST  # type: ignore[attr-defined]
+
+    def run_cat(task_id: str, path: str) -> Run:
+        task = services.task_create(
+            id=task_id, action="exec", queue=actions_queue, payload={"argv": ["cat", path]}
+        )
+        run = services.task_execute(task=task)
+        wait_until(lambda: finished(run), timeout=30, message=f"the run of {task_id}")
+        return run
+
+    stat = run_cat("own-stat", "/proc/self/stat")
+    assert stat.status == RunStatus.COMPLETED, stat.error
+    pool_pid = int(stat.output.rsplit(")", 1)[1].split()[1])  # field 4: the parent's pid
+    assert pool_pid != actions_worker.popen.pid
+    reads = [
+        run_cat("pool-environ", f"/proc/{pool_pid}/environ"),
+        run_cat("worker-environ", f"/proc/{actions_worker.popen.pid}/environ"),
+    ]
+    for run in reads:
+        assert run.status == RunStatus.FAILED
+        assert "exited with status 1" in run.error and "Permission denied" in run.error
+        text = f"{run.output}\n{run.error}\n{run.result}"
+        assert secret_token not in text
+        assert "DJANGO_SECRET_KEY" not in text and "DATABASE_URL" not in text
