@@ -371,7 +371,13 @@ def task_after_run(task_ids: Iterable[str], status: str) -> None:
 
 
 def cap_output(text: str) -> tuple[str, bool]:
-    """At most ``TASKS_OUTPUT_LIMIT_BYTES`` of UTF-8, and whether anything was cut."""
+    """At most ``TASKS_OUTPUT_LIMIT_BYTES`` of UTF-8, and whether anything was cut.
+
+    NUL characters, which a Postgres text column cannot hold (a program printing
+    ``/proc/*/environ`` or a binary file writes them), become U+FFFD, as undecodable bytes
+    do; otherwise recording the outcome fails and the run stays ``running`` until the sweep.
+    """
+    text = text.replace("\x00", "\ufffd")
     limit = settings.TASKS_OUTPUT_LIMIT_BYTES
     data = text.encode("utf-8", errors="replace")
     if len(data) <= limit:

@@ -334,7 +334,9 @@ def test_a_program_cannot_read_the_real_workers_environ(
 ) -> None:
     """The issue's attack on a real ``celery worker``: with ``cat`` allowed, read
     ``/proc/self/stat`` for the parent (the pool process), then that process's and the main
-    worker's ``environ``. Both reads fail; no run's output or error holds a secret."""
+    worker's ``environ``. Both reads fail; no run's output or error holds a secret. Run as
+    root, this covers the switch to TASKS_EXEC_USER; run as any other user, the worker and
+    ``cat`` share a user and it covers the non-dumpable flag alone."""
     settings.TASKS_EXEC_ALLOWLIST = WORKER_EXEC_ALLOWLIST  # type: ignore[attr-defined]
 
     def run_cat(task_id: str, path: str) -> Run:

@@ -94,6 +94,20 @@ def test_complete_records_the_output_and_shows_the_next_waiting_run() -> None:
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
 
 
+def test_output_and_error_with_nul_characters_are_recorded() -> None:
+    """Postgres text cannot hold NUL: a program that prints one (``cat /proc/self/environ``,
+    a binary file) still gets its outcome recorded, the NUL shown as U+FFFD."""
+    task = services.task_create(id="binary", action="noop")
+    done = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert done is not None
+    services.run_complete(run=done, output="A=1\x00B=2\x00")
+    failed = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert failed is not None
+    services.run_fail(run=failed, error="exited 1\n\nPATH=/bin\x00")
+    assert Run.objects.get(pk=done.pk).output == "A=1\ufffdB=2\ufffd"
+    assert Run.objects.get(pk=failed.pk).error == "exited 1\n\nPATH=/bin\ufffd"
+
+
 def test_failure_is_retried_while_retries_remain_then_fails_the_task() -> None:
     task = services.task_create(id="flaky", action="noop", max_retries=1)
     first = services.run_claim(run_id=str(queued_run(task).id), worker="w")
