@@ -172,7 +172,7 @@ class TaskForm(forms.ModelForm):
             try:
                 permissions.check_actions(self.user, *filter(None, (stored, cleaned["action"])))
             except permissions.ActionNotPermitted as exc:
-                self.add_error("action", str(exc)[0].upper() + str(exc)[1:] + ".")
+                self.add_error("action", exc.sentence)
         return cleaned
 
     def clean_delay_seconds(self) -> float | None:
@@ -581,6 +581,8 @@ class TaskAdmin(admin.ModelAdmin):
     def run_now(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
         allowed = [task for task in queryset if not self._refused(request, task)]
         runs = [services.task_execute(task=task, trigger=Trigger.ADMIN) for task in allowed]
+        if not runs:
+            return
         statuses = Run.objects.filter(pk__in=[r.pk for r in runs]).values_list("status", flat=True)
         by_status: dict[str, int] = {}
         for status in statuses:

@@ -56,6 +56,12 @@ class ActionNotPermitted(PermissionDenied):
             f"the {action} action needs the permission {permission}, which you do not hold"
         )
 
+    @property
+    def sentence(self) -> str:
+        """The message as a sentence, for a form error or an API error."""
+        text = str(self)
+        return f"{text[0].upper()}{text[1:]}."
+
 
 def required_permission(action: str) -> str | None:
     """The permission ``action`` needs, or ``None`` (also for an unregistered name: saving

@@ -89,7 +89,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(error_body(summary(detail), detail), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, ActionNotPermitted):
         return Response(
-            error_body(_sentence(str(exc)), {"action": [f"needs the permission {exc.permission}"]}),
+            error_body(exc.sentence, {"action": [f"needs the permission {exc.permission}"]}),
             status=status.HTTP_403_FORBIDDEN,
         )
     if isinstance(exc, ConflictError):
