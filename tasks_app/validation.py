@@ -397,3 +397,35 @@ def validate_task(
 
     if errors:
         raise ValidationError(errors)
+
+
+def too_deep_at(text: str) -> str | None:
+    """The top-level key of the JSON object ``text`` whose value nests deeper than
+    ``MAX_JSON_DEPTH`` (the field :func:`json_problem` names), found without recursion;
+    ``None`` when the culprit is not under a key of a top-level object."""
+    depth, in_string, escaped = 0, False, False
+    last = ""  # the last character outside strings that is not white space
+    key_start, key = -1, None
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string, last = False, '"'
+                if key_start >= 0:
+                    key, key_start = text[key_start:index], -1
+        elif char == '"':
+            in_string = True
+            if depth == 1 and last in "{,":
+                key_start = index + 1
+        elif not char.isspace():
+            last = char
+            if char in "{[":
+                depth += 1
+                if depth > MAX_JSON_DEPTH + 1:
+                    return key
+            elif char in "}]":
+                depth -= 1
+    return None

@@ -61,8 +61,12 @@ def worker_factory(_session_queue: str, process_logs: Path) -> Iterator[Callable
 
 
 @pytest.fixture
-def extra_queue(_session_queue: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A broker queue of this session that only the test's own worker consumes; deleted after."""
+def extra_queue(
+    _session_queue: str, request: pytest.FixtureRequest, settings: Any
+) -> Iterator[str]:
+    """A broker queue of this session that only the test's own worker consumes; deleted after.
+    It is a configured queue (``TASKS_QUEUES``) for the test's own process."""
     name = f"{_session_queue}-{request.node.name[:40]}"
+    settings.TASKS_QUEUES = [*settings.TASKS_QUEUES, name]
     yield name
     delete_queue(name)

@@ -16,7 +16,7 @@ from django.conf import settings
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
 
-from ..validation import MAX_JSON_DEPTH, json_problem
+from ..validation import MAX_JSON_DEPTH, json_problem, too_deep_at
 from .errors import NON_FIELD, PayloadTooLarge
 
 
@@ -38,9 +38,11 @@ class LimitedJSONParser(JSONParser):
             stream = io.BytesIO(body)
         try:
             data = super().parse(stream, media_type, parser_context)
-        except RecursionError:
+        except RecursionError:  # how deep that is depends on the stack the parser ran on
+            stream.seek(0)
+            where = too_deep_at(stream.read().decode("utf-8", "replace"))
             raise ValidationError(
-                {NON_FIELD: [f"JSON nests deeper than {MAX_JSON_DEPTH} levels"]}
+                {where or NON_FIELD: [f"nests deeper than {MAX_JSON_DEPTH} levels"]}
             ) from None
         problem = json_problem(data)
         if problem is not None:

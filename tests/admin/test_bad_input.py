@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import pytest
-from django.conf import settings
 from django.test import Client
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
 from tasks_app.models import Run, Task, TaskAuditEntry
+from tests.test_admin_forms import form as task_form
 
 pytestmark = pytest.mark.django_db
 
@@ -24,39 +24,7 @@ def counts() -> tuple[int, int, int, int]:
 
 
 def form(**overrides: str) -> dict[str, str]:
-    data = {
-        "id": "edge-case",
-        "name": "",
-        "description": "",
-        "action": "echo",
-        "payload": '{"message": "hi"}',
-        "schedule_type": "none",
-        "run_at_0": "",
-        "run_at_1": "",
-        "interval_seconds": "",
-        "cron": "",
-        "timezone": "UTC",
-        "delay_seconds": "",
-        "queue": settings.CELERY_TASK_DEFAULT_QUEUE,
-        "priority": "5",
-        "max_retries": "0",
-        "retry_backoff_seconds": "10",
-        "timeout_seconds": "",
-        "expires_after_seconds": "",
-        "jitter_seconds": "0",
-        "overlap_policy": "allow",
-        "catchup": "skip",
-        "catchup_window_seconds": "3600",
-        "start_at_0": "",
-        "start_at_1": "",
-        "end_at_0": "",
-        "end_at_1": "",
-        "max_runs": "",
-        "pause_after_failures": "",
-        "alert_after_seconds": "",
-    }
-    data.update(overrides)
-    return data
+    return task_form(**{"id": "edge-case", "name": "", **overrides})
 
 
 CRON = {"schedule_type": "cron", "timezone": "UTC"}

@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, Task, TaskAuditEntry
+from tasks_app.validation import too_deep_at
 
 pytestmark = pytest.mark.django_db
 
@@ -383,3 +384,11 @@ def test_the_openapi_document_states_the_bounds(api: APIClient) -> None:
     task = document["components"]["schemas"]["TaskCreateRequest"]["properties"]
     assert task["catchup_window_seconds"]["maximum"] == 31622400
     assert (task["priority"]["minimum"], task["priority"]["maximum"]) == (0, 9)
+
+
+def test_a_body_too_deep_for_the_parser_still_names_the_field() -> None:
+    """Where the JSON parser itself runs out of stack depends on the stack it ran on: the
+    field is then found by a scan that does not recurse."""
+    body = '{"id": "t", "name": "a \\" {[", "payload": {"a": ' + nested(100_000) + "}}"
+    assert too_deep_at(body) == "payload"
+    assert too_deep_at('{"payload": ' + nested(5) + "}") is None
