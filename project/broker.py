@@ -47,8 +47,11 @@ from queue import Empty
 from typing import Any
 
 from kombu.transport import sqlalchemy as kombu_sqlalchemy
+from kombu.transport.sqlalchemy import models as kombu_models
 from sqlalchemy import create_engine, text
 
+# Serializes the creation of Kombu's tables across processes (an advisory lock key).
+TABLES_LOCK_KEY = 0x6B6F6D6275  # "kombu"
 # Transport options that are Kombu's or Celery's, never ``create_engine`` arguments.
 NOT_ENGINE_OPTIONS = frozenset(
     {
@@ -110,7 +113,14 @@ class Channel(kombu_sqlalchemy.Channel):
         # duplicate) or a published one is lost (beat's recovery publishes the run again).
         # Runs themselves are committed by Django, with the server's own setting.
         options.setdefault("connect_args", {"options": "-c synchronous_commit=off"})
-        return create_engine(engine_url(conninfo.hostname), **options)
+        engine = create_engine(engine_url(conninfo.hostname), **options)
+        # Kombu creates its tables on first use (``metadata.create_all`` in ``_open``); web,
+        # worker and beat starting together raced on it (``CREATE SEQUENCE`` → unique
+        # violation, and the worker died). Created here first, one process at a time.
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": TABLES_LOCK_KEY})
+            kombu_models.metadata.create_all(conn)
+        return engine
 
     def _queue_id(self, queue: str) -> int:
         ids = self.__dict__.setdefault("_queue_ids", {})
