@@ -6,21 +6,11 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 from django.urls import reverse
-from django_celery_beat.models import PeriodicTask
 
-from tasks_app.models import Run, Task, TaskAuditEntry
+from tests.stored_rows import counts
 from tests.test_admin_forms import form as task_form
 
 pytestmark = pytest.mark.django_db
-
-
-def counts() -> tuple[int, int, int, int]:
-    return (
-        Task.objects.count(),
-        Run.objects.count(),
-        PeriodicTask.objects.count(),
-        TaskAuditEntry.objects.count(),
-    )
 
 
 def form(**overrides: str) -> dict[str, str]:

@@ -14,25 +14,16 @@ from typing import Any
 
 import pytest
 from django.db import IntegrityError, transaction
-from django_celery_beat.models import PeriodicTask
 from rest_framework.test import APIClient
 
 from tasks_app import services
-from tasks_app.models import Run, Task, TaskAuditEntry
+from tasks_app.models import Task
 from tasks_app.validation import too_deep_at
+from tests.stored_rows import counts
 
 pytestmark = pytest.mark.django_db
 
 END_OF_TIME = "9999-12-31T23:59:59Z"
-
-
-def counts() -> tuple[int, int, int, int]:
-    return (
-        Task.objects.count(),
-        Run.objects.count(),
-        PeriodicTask.objects.count(),
-        TaskAuditEntry.objects.count(),
-    )
 
 
 def raw(body: str) -> bytes:

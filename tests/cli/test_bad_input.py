@@ -13,22 +13,13 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
-from django_celery_beat.models import PeriodicTask
 
 from tasks_app import services
-from tasks_app.models import Run, Task, TaskAuditEntry
+from tasks_app.models import Run, Task
 from tests.cli.test_tasks_command import cli
+from tests.stored_rows import counts
 
 pytestmark = pytest.mark.django_db
-
-
-def counts() -> tuple[int, int, int, int]:
-    return (
-        Task.objects.count(),
-        Run.objects.count(),
-        PeriodicTask.objects.count(),
-        TaskAuditEntry.objects.count(),
-    )
 
 
 CREATE = ("create", "edge", "--action", "noop")
