@@ -50,8 +50,8 @@ def load(
         "COPY tasks_app_task (id, name, description, action, payload, queue, priority, "
         "max_retries, retry_backoff_seconds, schedule_type, interval_seconds, cron, timezone, "
         "jitter_seconds, overlap_policy, catchup, catchup_window_seconds, fire_count, "
-        "consecutive_failures, alarm_note, paused, pause_note, paused_by, status, next_run_at, "
-        "created_at, updated_at) FROM STDIN"
+        "consecutive_failures, alarm_note, schedule_error, paused, pause_note, paused_by, status, "
+        "next_run_at, created_at, updated_at) FROM STDIN"
     ) as copy:
         for i in range(tasks):
             failing = i % 40 == 1
@@ -78,6 +78,7 @@ def load(
                     3600,
                     runs // tasks,
                     3 if failing else 0,
+                    "",
                     "",
                     i % 50 == 0,
                     "maintenance" if i % 50 == 0 else "",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.core.validators import MinValueValidator, RegexValidator
+from django.core.validators import RegexValidator
 from django.db import models
 
 from .choices import (
@@ -126,14 +126,14 @@ class Task(models.Model):
     keep_runs_days = models.PositiveIntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(1)],
+        validators=bounded("keep_runs_days"),
         help_text="Delete this task's finished runs after this many days "
         "(blank: TASKS_RUN_RETENTION_DAYS, and TASKS_FAILED_RUN_RETENTION_DAYS for failed ones).",
     )
     keep_runs_count = models.PositiveIntegerField(
         null=True,
         blank=True,
-        validators=[MinValueValidator(1)],
+        validators=bounded("keep_runs_count"),
         help_text="Keep at most this many finished runs of this task (the newest); "
         "blank: no limit by number.",
     )

@@ -59,6 +59,9 @@ NUMERIC_BOUNDS: dict[str, Bounds] = {
     "catchup_window_seconds": Bounds(0, MAX_DURATION_SECONDS, "366 days"),
     "pause_after_failures": Bounds(1, 10_000, "consecutive failures"),
     "alert_after_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
+    # Retention: a cutoff further back than the date arithmetic reaches overflowed there.
+    "keep_runs_days": Bounds(1, 36_525, "100 years"),
+    "keep_runs_count": Bounds(1, MAX_INTEGER, "an integer column"),
 }
 
 

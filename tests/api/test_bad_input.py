@@ -190,6 +190,14 @@ CASES: dict[str, tuple[str, str, Any, int, str, str]] = {
         "max_runs",
         "less than or equal to 2147483647",
     ),
+    "keep_runs_days past what a cutoff date can be": (
+        "post",
+        "/api/tasks",
+        {"id": "t", "action": "noop", "keep_runs_days": 10**6},
+        400,
+        "keep_runs_days",
+        "less than or equal to 36525",
+    ),
     "interval_seconds 10**20": (
         "post",
         "/api/tasks",
@@ -365,6 +373,7 @@ def test_the_database_refuses_numbers_outside_the_bounds_too() -> None:
         ("catchup_window_seconds", 10**9),
         ("priority", 10),
         ("jitter_seconds", 86401),
+        ("keep_runs_days", 10**6),
     ]:
         with pytest.raises(IntegrityError, match=f"task_{column}_range"), transaction.atomic():
             Task.objects.filter(pk=task.pk).update(**{column: value})
