@@ -398,7 +398,10 @@ TASKS_SHUTDOWN_GRACE_SECONDS = env_float("TASKS_SHUTDOWN_GRACE_SECONDS", 25.0)
 # django-celery-results rows follow the same days. 0 keeps everything.
 TASKS_RUN_RETENTION_DAYS = env_float("TASKS_RUN_RETENTION_DAYS", 30.0)
 TASKS_FAILED_RUN_RETENTION_DAYS = env_float("TASKS_FAILED_RUN_RETENTION_DAYS", 90.0)
-TASKS_RETENTION_BATCH = int(os.environ.get("TASKS_RETENTION_BATCH", "5000"))
+TASKS_RETENTION_BATCH = int(os.environ.get("TASKS_RETENTION_BATCH", "1000"))
+# The share of wall time the pruning thread spends deleting: after each batch it sleeps so
+# long that deletion takes at most this share (runs keep their start times meanwhile).
+TASKS_RETENTION_SHARE = env_float("TASKS_RETENTION_SHARE", 0.2)
 # After a pass that found nothing more to delete, the pruning thread waits this long.
 TASKS_RETENTION_INTERVAL_SECONDS = env_float("TASKS_RETENTION_INTERVAL_SECONDS", 60.0)
 

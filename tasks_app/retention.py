@@ -5,9 +5,9 @@ process (its own database connection; the deletes wait on Postgres, not on the G
 leader calls :func:`keep_pruning` on every leader pass; the thread runs while those calls
 keep coming and stops by itself within ``3 × TASKS_BEAT_TICK_SECONDS`` after they stop (the
 replica lost the leadership, or beat is stopping). A pass deletes every expired row in
-batches of ``TASKS_RETENTION_BATCH``; after each full batch the thread sleeps as long as the
-batch took (deletion gets at most about half of one connection's time, so the runs being
-claimed and completed meanwhile keep their pace); after a pass that left nothing it waits
+batches of ``TASKS_RETENTION_BATCH``; after each full batch the thread sleeps so that deletion
+takes at most ``TASKS_RETENTION_SHARE`` of its time (the runs being claimed and completed
+meanwhile keep their start times); after a pass that left nothing it waits
 ``TASKS_RETENTION_INTERVAL_SECONDS``. An error is logged and the pass retried after that wait.
 """
 
@@ -41,8 +41,9 @@ class PruneThread:
     def _leading(self) -> bool:
         return time.monotonic() < self._lead_until
 
-    def _pause(self, seconds: float) -> None:
-        self._wake.wait(seconds)
+    def _pause(self, took: float) -> None:
+        share = min(max(settings.TASKS_RETENTION_SHARE, 0.01), 1.0)
+        self._wake.wait(took * (1 - share) / share)
 
     def _run(self) -> None:
         try:

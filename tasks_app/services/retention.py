@@ -127,7 +127,7 @@ def runs_prune(
     short transaction), until none is left or ``should_stop()``.
 
     ``pause(seconds_the_batch_took)`` is called after every full batch: the beat thread
-    sleeps there so that deletion takes at most about half of the database's attention.
+    sleeps there so that deletion takes at most ``TASKS_RETENTION_SHARE`` of its time.
     Idempotent and safe to run from several processes at once.
     """
     now = now or timezone.now()
