@@ -249,6 +249,8 @@ def start_worker(
             "--without-heartbeat",
             "-n",
             f"{name}-{time.time_ns()}@%h",
+            # Diagnostic instants of every run in the log (bench/probe.py), on demand only.
+            *(["--include", "bench.probe"] if os.environ.get("BENCH_PROBE") == "1" else []),
         ),
         **env,
     )

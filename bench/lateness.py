@@ -11,6 +11,7 @@ queue; ``native_far`` tasks due tomorrow in the broker, 200 due over 10 s).
 from __future__ import annotations
 
 import bisect
+import os
 import random
 import re
 import time
@@ -133,7 +134,8 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
             interval=1,
         )
         worker_rss = procs[0].rss_mb()
-        received = _received_instants(procs[0].log())
+        worker_log = procs[0].log()
+        received = _received_instants(worker_log)
     lateness = list(near.filter(status=RunStatus.COMPLETED).values_list("lateness_ms", flat=True))
     causes = late_causes(
         list(
@@ -144,6 +146,11 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
         received,
         threshold_ms=LATE_MS,
     )
+    if os.environ.get("BENCH_PROBE") == "1":
+        causes["probe"] = probe_split(
+            list(near.filter(status=RunStatus.COMPLETED).values_list("id", "due_at", "started_at")),
+            worker_log,
+        )
     statuses = dict((s, near.filter(status=s).count()) for s in RunStatus.values)
     backlog_left = Run.objects.filter(task_id__in=far_tasks, status=RunStatus.PENDING).count()
     common.reset_tables()
@@ -179,6 +186,37 @@ def _received_instants(log: str) -> dict[str, float]:
             if at is not None:
                 found.setdefault(match.group(1), at)
     return found
+
+
+_PROBE = re.compile(r"probe (fired|began) ([0-9a-f-]{36}) ([0-9.]+)")
+
+
+def probe_split(runs: list[tuple[Any, ...]], log: str) -> dict[str, Any]:
+    """Where each run's start time went (``BENCH_PROBE=1``, bench/probe.py): ``timer`` = the
+    main process's ETA timer firing after the due instant; ``handover`` = from there until a
+    pool process began the run; ``child`` = from there to the claim's ``started_at``.
+    Percentiles over every run and over the runs later than ``LATE_MS``."""
+    seen: dict[str, dict[str, float]] = {}
+    for kind, run_id, at in _PROBE.findall(log):
+        seen.setdefault(run_id, {}).setdefault(kind, float(at))
+    parts: dict[str, dict[str, list[float]]] = {"all": {}, "late": {}}
+    for run_id, due, started in runs:
+        probe = seen.get(str(run_id), {})
+        if "fired" not in probe or "began" not in probe or started is None:
+            continue
+        split = {
+            "timer": (probe["fired"] - due.timestamp()) * 1000,
+            "handover": (probe["began"] - probe["fired"]) * 1000,
+            "child": (started.timestamp() - probe["began"]) * 1000,
+        }
+        late = (started - due).total_seconds() * 1000 > LATE_MS
+        for group in ("all", "late") if late else ("all",):
+            for name, value in split.items():
+                parts[group].setdefault(name, []).append(value)
+    return {
+        group: {name: common.percentiles(values) for name, values in split.items()}
+        for group, split in parts.items()
+    }
 
 
 def late_causes(

@@ -22,8 +22,8 @@ from django.core.exceptions import PermissionDenied
 
 from . import actions
 
-# What a user needs, per operation, when the CLI acts as that user (``--as``); the API
-# states the same per view (``api.permissions``).
+# What a user needs, per operation: the CLI when it acts as that user (``--as``), and the
+# API views of the same operations (their ``required_perms``, ``api.permissions``).
 OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "create": ["add_task"],
     "list": ["view_task"],

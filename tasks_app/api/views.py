@@ -288,7 +288,7 @@ class TaskDetailView(ApiView):
 
 @extend_schema(parameters=[TASK_ID])
 class TaskExecuteView(ApiView):
-    required_perms = {"POST": ["view_task", "add_run"]}
+    required_perms = {"POST": permissions.OPERATION_PERMISSIONS["execute"]}
 
     @extend_schema(
         operation_id="tasks_execute",
@@ -305,7 +305,7 @@ class TaskExecuteView(ApiView):
 
 @extend_schema(parameters=[TASK_ID])
 class TaskScheduleView(ApiView):
-    required_perms = {"POST": ["view_task", "change_task", "add_run"]}
+    required_perms = {"POST": permissions.OPERATION_PERMISSIONS["schedule"]}
 
     @extend_schema(
         operation_id="tasks_schedule",
@@ -342,7 +342,7 @@ class TaskScheduleView(ApiView):
 
 @extend_schema(parameters=[TASK_ID])
 class TaskPauseView(ApiView):
-    required_perms = {"POST": ["view_task", "change_task"]}
+    required_perms = {"POST": permissions.OPERATION_PERMISSIONS["pause"]}
 
     @extend_schema(
         operation_id="tasks_pause",
@@ -360,7 +360,7 @@ class TaskPauseView(ApiView):
 
 @extend_schema(parameters=[TASK_ID])
 class TaskResumeView(ApiView):
-    required_perms = {"POST": ["view_task", "change_task"]}
+    required_perms = {"POST": permissions.OPERATION_PERMISSIONS["resume"]}
 
     @extend_schema(
         operation_id="tasks_resume",
@@ -376,7 +376,7 @@ class TaskResumeView(ApiView):
 
 @extend_schema(parameters=[TASK_ID])
 class TaskBackfillView(ApiView):
-    required_perms = {"POST": ["view_task", "add_run"]}
+    required_perms = {"POST": permissions.OPERATION_PERMISSIONS["backfill"]}
 
     @extend_schema(
         operation_id="tasks_backfill",
@@ -395,7 +395,7 @@ class TaskBackfillView(ApiView):
 
 @extend_schema(parameters=[TASK_ID])
 class TaskPreviewView(ApiView):
-    required_perms = {"GET": ["view_task"]}
+    required_perms = {"GET": permissions.OPERATION_PERMISSIONS["preview"]}
 
     @extend_schema(
         operation_id="tasks_preview",
@@ -478,7 +478,7 @@ class RunDetailView(ApiView):
 
 @extend_schema(parameters=[RUN_ID])
 class RunCancelView(ApiView):
-    required_perms = {"POST": ["view_run", "change_run"]}
+    required_perms = {"POST": permissions.OPERATION_PERMISSIONS["cancel"]}
 
     @extend_schema(
         operation_id="runs_cancel",
@@ -492,7 +492,7 @@ class RunCancelView(ApiView):
 
 @extend_schema(parameters=[RUN_ID])
 class RunRetryView(ApiView):
-    required_perms = {"POST": ["view_run", "add_run"]}
+    required_perms = {"POST": permissions.OPERATION_PERMISSIONS["retry"]}
 
     @extend_schema(
         operation_id="runs_retry",
