@@ -279,6 +279,8 @@ CELERY_ENABLE_UTC = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's consumer without the request <-> ETA timer entry cycle (tasks_app/worker.py).
+CELERY_WORKER_CONSUMER = "tasks_app.worker:Consumer"
 # Celery's Django fixup closes the database connection before and after every task unless
 # this is set: a new Postgres connection (and server process) per run. With it, a worker process
 # keeps its connection like a web process does: tasks_app.tasks checks it before each task

@@ -1,0 +1,23 @@
+"""The worker's consumer (``CELERY_WORKER_CONSUMER``): Celery's, minus one reference cycle.
+
+A message with an ETA becomes a request that waits on the worker's timer; Celery keeps the
+timer entry on the request (``_eta_timer_entry``, to cancel it if the connection drops) and
+the entry keeps the request (its arguments). After the entry fires, that cycle and everything
+the request holds (message, headers, body) can only be freed by a full garbage collection: at
+200 runs/s the worker's main process collected 11,000-60,000 such objects every ~12 s, each
+collection stopping it for 20-60 ms, and the runs due meanwhile started that much late
+(docs/benchmarks.md, scenario 1). Dropping the entry once it has fired lets reference
+counting free the request when its run is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery.worker.consumer import Consumer as CeleryConsumer
+
+
+class Consumer(CeleryConsumer):  # type: ignore[misc]
+    def apply_eta_task(self, task: Any) -> None:
+        task._eta_timer_entry = None  # fired: nothing can cancel it any more
+        super().apply_eta_task(task)
