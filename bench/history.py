@@ -60,7 +60,7 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
     base, _, query = url.partition("?")
     anchor_url = base + "_anchor" + (f"?{query}" if query else "")
     try:
-        anchor = _phase("anchor", anchor_url, out.with_name("history-anchor.json"), quick)
+        anchor = _phase("anchor", anchor_url, out, quick)
         result = {**anchor, **_phase("history", url, out, quick)}
     finally:
         if os.environ.get("HISTORY_KEEP_DB") != "1":
