@@ -1,8 +1,8 @@
 """``python -m bench [scenario ...] [--quick]``: run the scenarios, write JSON and REPORT.md.
 
 Scenarios: lateness, beat_throughput, execution, memory, failover (the default set), history
-(on demand: ``python -m bench history``; 20,000,000 runs take about an hour), plus every module
-``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``.
+(on demand: ``python -m bench history``; 20,000,000 runs take ~15 min on a quiet machine),
+plus every module ``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``.
 """
 
 from __future__ import annotations
