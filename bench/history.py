@@ -284,9 +284,11 @@ def _child(phase: str, out: Path, quick: bool) -> None:
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     }
-    runs = int(os.environ.get("HISTORY_RUNS") or (QUICK_RUNS if quick else HISTORY_RUNS))
-    if phase == "anchor":
-        runs = ANCHOR_RUNS
+    runs = (
+        ANCHOR_RUNS
+        if phase == "anchor"
+        else int(os.environ.get("HISTORY_RUNS") or (QUICK_RUNS if quick else HISTORY_RUNS))
+    )
     result: dict[str, Any] = {}
     with override_settings(STORAGES=plain_static):
         client = Client()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import psycopg
 import pytest
 from django.db import connection
 from django.test import override_settings
@@ -21,16 +20,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_a_loaded_history_is_pruned_to_its_bound() -> None:
-    settings = connection.settings_dict
-    dsn = psycopg.conninfo.make_conninfo(
-        dbname=settings["NAME"],
-        host=settings["HOST"],
-        port=settings["PORT"],
-        user=settings["USER"],
-        password=settings["PASSWORD"],
-    )
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        timings = load(conn, tasks=10, runs=9_000, days=90)
+    connection.ensure_connection()  # autocommit, as the loader's VACUUM needs
+    timings = load(connection.connection, tasks=10, runs=9_000, days=90)
     assert timings["runs"] == 9_000
     assert Task.objects.count() == 10
     assert Run.objects.count() == 9_000
