@@ -186,6 +186,15 @@ def write(results: Path) -> Path:
                 if k in ex
             ),
             "",
+            *(
+                [
+                    f"Rounds (ours runs/s, raw tasks/s; the median round of each is compared): "
+                    f"{ex['rounds']['ours_runs_per_s']}, {ex['rounds']['raw_tasks_per_s']}.",
+                    "",
+                ]
+                if "rounds" in ex
+                else []
+            ),
             f"Ratios: {ex['ratios']} (targets {ex.get('targets')}). Release published "
             f"{ex['ours']['publish_per_s']} runs/s.",
             "",

@@ -259,6 +259,13 @@ class Run(models.Model):
                 condition=models.Q(status__in=["pending", "queued"], expires_at__isnull=False),
             ),
             models.Index(fields=["task", "-due_at"], name="run_task_due_idx"),
+            # A task's waiting runs (its next_run_at, overlap checks, pausing): found without
+            # walking its finished history or the dead versions every claim leaves behind.
+            models.Index(
+                fields=["task", "due_at"],
+                name="run_task_waiting_idx",
+                condition=models.Q(status__in=["pending", "queued"]),
+            ),
             models.Index(fields=["status", "-due_at"], name="run_status_due_idx"),
             # The unfiltered run lists (admin, API), newest first with a stable tie-break,
             # and the overview's windows: no scan that grows with history.

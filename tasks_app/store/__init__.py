@@ -84,14 +84,29 @@ def execute(name: str, params: dict[str, Any]) -> int:
         return cur.rowcount
 
 
+@cache
+def _loaders(
+    fields: Sequence[Field[Any, Any]],
+) -> tuple[list[str], list[tuple[int, Any, Field[Any, Any]]]]:
+    """The attribute names of ``fields`` and, per field that has them, its database
+    converters (looked up once: every claim loads two models this way)."""
+    converters = [
+        (i, convert, field)
+        for i, field in enumerate(fields)
+        for convert in field.get_db_converters(connection)  # type: ignore[attr-defined]
+    ]
+    return [f.attname for f in fields], converters
+
+
 def to_model(model: type[Model], fields: Sequence[Field[Any, Any]], values: Sequence[Any]) -> Any:
     """A model instance from ``values`` in the order of ``fields`` (as the ORM loads one)."""
-    converted = []
-    for field, value in zip(fields, values, strict=True):
-        for convert in field.get_db_converters(connection):  # type: ignore[attr-defined]
-            value = convert(value, field, connection)
-        converted.append(value)
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
+    if len(values) != len(fields):
+        raise ValueError(f"{len(values)} values for {len(fields)} fields of {model.__name__}")
+    attnames, converters = _loaders(fields)
+    converted = list(values)
+    for i, convert, field in converters:
+        converted[i] = convert(converted[i], field, connection)
+    return model.from_db(connection.alias, attnames, converted)
 
 
 def run_params(run: Run) -> dict[str, Any]:

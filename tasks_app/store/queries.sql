@@ -8,6 +8,11 @@
 -- on hashtextextended(<run id>::text, 0) until its completion releases it. Postgres drops it
 -- the instant that session's connection dies, so a redelivered message can tell a dead
 -- executor (lock free) from a live one (executor_gone).
+-- A statement on one run by id guards the status it leaves with IS NOT DISTINCT FROM (the
+-- same test on a NOT NULL column) rather than =: no index can serve that form, so the row is
+-- always found by primary key. With "status = 'queued'", statistics that say queued runs are
+-- rare (most are) led the planner to run_status_due_idx, walking every queued run per claim:
+-- a cost that grew with the backlog.
 
 -- name: create_run
 -- Insert a run; its task becomes pending (unless running or paused) and counts the run in
@@ -46,7 +51,7 @@ WITH async_commit AS (
            worker = %(worker)s,
            lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
       FROM tasks_app_task AS t
-     WHERE r.id = %(run_id)s AND r.status = 'queued' AND t.id = r.task_id
+     WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
        AND (NOT t.paused OR r.trigger = ANY(%(explicit_triggers)s))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
@@ -69,7 +74,7 @@ WITH finished AS (
     UPDATE tasks_app_run
        SET status = 'completed', finished_at = %(now)s, output = %(output)s,
            truncated = %(truncated)s, result = %(result)s
-     WHERE id = %(run_id)s AND status = 'running'
+     WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
  RETURNING task_id
 ), task_done AS (
     UPDATE tasks_app_task AS t
@@ -89,7 +94,7 @@ SELECT (SELECT count(*) FROM finished), pg_advisory_unlock(hashtextextended(%(ru
 WITH finished AS (
     UPDATE tasks_app_run
        SET status = %(status)s, finished_at = %(now)s, error = %(error)s
-     WHERE id = %(run_id)s AND status = 'running'
+     WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
  RETURNING task_id
 )
 SELECT (SELECT task_id FROM finished),
@@ -127,7 +132,7 @@ RETURNING r.task_id;
 UPDATE tasks_app_run AS r
    SET status = 'failed', finished_at = %(now)s, error = v.error
   FROM unnest(%(run_ids)s::uuid[], %(errors)s::text[]) AS v(id, error)
- WHERE r.id = v.id AND r.status = 'queued'
+ WHERE r.id = v.id AND r.status IS NOT DISTINCT FROM 'queued'
 RETURNING r.task_id;
 
 -- name: cancel_run

@@ -1,0 +1,84 @@
+"""A statement on one run finds it by primary key whatever the table's statistics say.
+
+Most runs are finished, so the statistics say queued and running runs are rare; a plan that
+reaches the run through ``run_status_due_idx`` then walks every queued (or running) run for
+each claim and completion, a cost that grows with the backlog. The plan checked is the
+generic one, which a worker's prepared statement uses after its first executions.
+"""
+
+import json
+import re
+
+import pytest
+from django.db import connection
+
+from tasks_app import store
+from tasks_app.models import Task
+
+pytestmark = pytest.mark.django_db
+
+# Each statement's parameters in the order of their first appearance, with their types.
+TYPES = {
+    "claim_run": {
+        "now": "timestamptz",
+        "worker": "text",
+        "run_id": "uuid",
+        "explicit_triggers": "text[]",
+        "overlap_checked": "boolean",
+    },
+    "complete_run": {
+        "now": "timestamptz",
+        "output": "text",
+        "truncated": "boolean",
+        "result": "jsonb",
+        "run_id": "uuid",
+    },
+    "finish_run": {
+        "status": "text",
+        "now": "timestamptz",
+        "error": "text",
+        "run_id": "uuid",
+        "executor": "boolean",
+    },
+}
+ARGS = {
+    "timestamptz": "now()",
+    "text": "'x'",
+    "uuid": "'00000000-0000-0000-0000-000000000001'",
+    "text[]": "'{manual}'",
+    "boolean": "false",
+    "jsonb": "NULL",
+}
+
+
+def _generic_plan(name: str) -> str:
+    types = TYPES[name]
+    order = list(types)
+    sql = re.sub(r"%\((\w+)\)s", lambda m: f"${order.index(m[1]) + 1}", store.queries()[name])
+    with connection.cursor() as cur:
+        cur.execute(f"PREPARE plan_check ({', '.join(types.values())}) AS {sql}")
+        cur.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        args = ", ".join(ARGS[t] for t in types.values())
+        cur.execute(f"EXPLAIN (FORMAT JSON) EXECUTE plan_check ({args})")
+        plan = json.dumps(cur.fetchone()[0])
+        cur.execute("DEALLOCATE plan_check")
+    return plan
+
+
+@pytest.mark.parametrize("name", list(TYPES))
+def test_a_run_is_found_by_primary_key_when_statistics_say_its_status_is_rare(name: str) -> None:
+    Task.objects.create(id="plans", action="noop")
+    with connection.cursor() as cur:
+        insert = """INSERT INTO tasks_app_run (id, task_id, trigger, status, attempt,
+                        interruptions, scheduled_for, due_at, created_at, worker, output,
+                        truncated, error)
+                    SELECT gen_random_uuid(), 'plans', 'api', %s, 1, 0, now(), now(), now(),
+                           '', '', false, ''
+                      FROM generate_series(1, %s)"""
+        cur.execute(insert, ["completed", 5000])
+        cur.execute("ANALYZE tasks_app_run")
+        cur.execute(insert, ["queued", 2000])
+        cur.execute(insert, ["running", 2000])
+    plan = _generic_plan(name)
+    assert "tasks_app_run_pkey" in plan
+    assert "run_status_due_idx" not in plan, plan
