@@ -2,14 +2,15 @@
 worker, beside raw Celery no-op tasks on the same broker, same run.
 
 Each side gets its whole backlog published before its worker starts (ours: the queue
-declared as the worker declares it, the runs released by the service beat calls). The rate is
-``(n - 1) / (last start - first start)``; ours and raw Celery are measured in alternating
-rounds (3 in a full run) and each side's median round compared. Ours records claim (queued -> running), the action,
-completion, lateness and the task's status per run; raw Celery records one timestamp. An extra
-anchor row runs raw Celery with our delivery settings (late ack, prefetch 1), to tell what the
-delivery guarantees cost from what the recorded lifecycle costs, and a floor row runs raw Celery
-tasks with our delivery settings that each make two one-row Postgres writes (start and end),
-the least any design recording both ends of every run durably can cost.
+declared as the worker declares it, the runs released by the service beat calls). The rate
+is ``(n - 1) / (last start - first start)``; ours and raw Celery are measured in alternating
+rounds (3 in a full run) and each side's median round compared. Ours records claim
+(queued -> running), the action, completion, lateness and the task's status per run; raw
+Celery records one timestamp. An extra anchor row runs raw Celery with our delivery settings
+(late ack, prefetch 1), to tell what the delivery guarantees cost from what the recorded
+lifecycle costs, and a floor row runs raw Celery tasks with our delivery settings that each
+make two one-row Postgres writes (start and end), the least any design recording both ends
+of every run durably can cost.
 
 Two peers that record every run's lifecycle in Postgres, same broker and database server,
 same run, same measurement (the first start to the last, each task/job stamping its start in

@@ -11,8 +11,8 @@
 -- A statement on one run by id guards the status it leaves with IS NOT DISTINCT FROM (the
 -- same test on a NOT NULL column) rather than =: no index can serve that form, so the row is
 -- always found by primary key. With "status = 'queued'", statistics that say queued runs are
--- rare (most are) led the planner to run_status_due_idx, walking every queued run per claim:
--- a cost that grew with the backlog.
+-- rare (they are: most runs are finished) led the planner to run_status_due_idx, walking
+-- every queued run per claim: a cost that grew with the backlog (tests/store/test_plans.py).
 
 -- name: create_run
 -- Insert a run; its task becomes pending (unless running or paused) and counts the run in
