@@ -216,6 +216,9 @@ def test_make_run_is_the_embedded_stack_end_to_end(tmp_path: Path) -> None:
             assert port_setting == ("",), "Postgres must not listen on TCP"
 
         assert repository_state() == before, "make run wrote in the repository outside var/"
+    except Exception as exc:  # a failure mid-flow shows why the stack went away, if it did
+        exc.add_note("make run's log, last 4,000 characters:\n" + log_path.read_text()[-4000:])
+        raise
     finally:
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C does in a terminal
         try:
