@@ -141,6 +141,25 @@ _database = dj_database_url.parse(
     conn_health_checks=True,
 )
 _database["OPTIONS"] = {**_database.get("OPTIONS", {}), **_prepared}  # keeps ?sslmode=, ?host=
+# The planner's price of reading one page out of order, on this app's connections (a libpq
+# startup option beside any ?options= of the URL). Postgres's default, 4, prices a disk
+# seek; with it, a task table of up to ~250 rows costs less to scan whole than to look up by
+# primary key, so every claim and every completion scanned and hashed all tasks to update
+# one (docs/benchmarks.md). 1.1 is the usual figure for a database on SSD or in memory.
+# Empty: the server's own setting (a pooler that refuses startup options).
+_page_cost = os.environ.get("DATABASE_RANDOM_PAGE_COST", "1.1").strip()
+if _page_cost:
+    try:
+        _page_cost_ok = 0 < float(_page_cost) < float("inf")
+    except ValueError:
+        _page_cost_ok = False
+    if not _page_cost_ok:
+        raise ImproperlyConfigured(
+            f"DATABASE_RANDOM_PAGE_COST must be a positive number or empty, not {_page_cost!r}"
+        )
+    _database["OPTIONS"]["options"] = " ".join(
+        filter(None, [_database["OPTIONS"].get("options", ""), f"-c random_page_cost={_page_cost}"])
+    )
 DATABASES = {"default": dict(_database)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
