@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -41,6 +44,33 @@ from . import health, leadership, metrics, recovery, retention, services
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+@contextmanager
+def stop_deferred() -> Iterator[None]:
+    """SIGTERM and SIGINT wait until the block is done, then reach the handler they would
+    have (Celery's: save the schedule, exit). Celery raises ``SystemExit`` wherever beat's
+    main thread is: in the middle of a release, after a batch of runs was marked ``queued``
+    and committed but before their messages were sent, those runs waited for the sweep
+    (``TASKS_REQUEUE_AFTER_SECONDS`` past their due time) — every deploy of beat could
+    make up to ``TASKS_RELEASE_BATCH`` runs two minutes late. A stop now waits for the
+    pass in progress (well under a second in steady state). Only the main thread can
+    handle signals: elsewhere (beat embedded in a worker) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: caught.append(signum))
+        for sig in (signal.SIGTERM, signal.SIGINT)
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if caught:
+            os.kill(os.getpid(), caught[0])
 
 
 class TaskScheduler(DatabaseScheduler):
@@ -93,14 +123,15 @@ class TaskScheduler(DatabaseScheduler):
             self._was_leader = True
             self._on_promotion()
         clock = time.monotonic()
-        if clock >= self._next_pass:
-            self._next_pass = clock + tick_seconds
-            self._next_release = clock + settings.TASKS_RELEASE_INTERVAL_SECONDS
-            health.record_beat_tick(now)
-            self.leader_pass(now)
-        elif clock >= self._next_release:
-            self._next_release = clock + settings.TASKS_RELEASE_INTERVAL_SECONDS
-            self.release_pass(now)
+        with stop_deferred():
+            if clock >= self._next_pass:
+                self._next_pass = clock + tick_seconds
+                self._next_release = clock + settings.TASKS_RELEASE_INTERVAL_SECONDS
+                health.record_beat_tick(now)
+                self.leader_pass(now)
+            elif clock >= self._next_release:
+                self._next_release = clock + settings.TASKS_RELEASE_INTERVAL_SECONDS
+                self.release_pass(now)
         stock_wait = super().tick(*args, **kwargs)
         wake = min(self._next_pass, self._next_release)
         return max(min(stock_wait, wake - time.monotonic()), 0.0)

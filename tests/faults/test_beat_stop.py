@@ -1,0 +1,75 @@
+"""A deploy of beat: SIGTERM while it releases a backlog. Beat finishes the pass in progress
+before it exits, so every run it marked ``queued`` has its message in the broker; none is
+left to the sweep, which would find it only ``TASKS_REQUEUE_AFTER_SECONDS`` (2 minutes)
+past its due time."""
+
+from __future__ import annotations
+
+import signal
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from project.celery import app
+from tasks_app.models import Run, RunStatus, Task
+from tests.processes import wait_until
+
+from .conftest import Figures, StartProc
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+RUNS = 10_000  # a few seconds of publishing: the stop lands in the middle of it
+
+
+@pytest.fixture
+def unconsumed_queue() -> Iterator[str]:
+    """A queue no worker consumes: what beat published stays there to be counted."""
+    name = f"beat-stop-{uuid.uuid4().hex[:8]}"
+    yield name
+    with app.connection_for_write() as conn:
+        try:
+            conn.default_channel.queue_delete(name)
+        except conn.channel_errors:
+            pass
+
+
+def queue_depth(name: str) -> int:
+    """Messages in ``name``; 0 if nothing was ever published to it (never declared)."""
+    with app.connection_for_write() as conn:
+        try:
+            return int(conn.default_channel.queue_declare(name, passive=True).message_count)
+        except conn.channel_errors:
+            return 0
+
+
+def test_beat_stopped_mid_release_leaves_no_queued_run_without_its_message(
+    fault_beat: StartProc, unconsumed_queue: str, figures: Figures
+) -> None:
+    task = Task.objects.create(id="backlog", action="noop", queue=unconsumed_queue)
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO tasks_app_run (id, task_id, trigger, status, attempt, interruptions,
+                   scheduled_for, due_at, created_at, worker, output, truncated, error)
+               SELECT gen_random_uuid(), %s, 'api', 'pending', 1, 0, now(), now(), now(),
+                      '', '', false, ''
+                 FROM generate_series(1, %s)""",
+            [task.pk, RUNS],
+        )
+    beat = fault_beat()
+    queued = Run.objects.filter(task=task, status=RunStatus.QUEUED)
+    wait_until(queued.exists, timeout=60, interval=0.01, message="beat releasing the backlog")
+    at_sigterm = queued.count()
+    signalled = time.monotonic()
+    beat.stop(signal.SIGTERM, timeout=30)  # SIGKILL after that, as a platform does
+    exited_after = round(time.monotonic() - signalled, 2)
+
+    statuses = Counter(Run.objects.filter(task=task).values_list("status", flat=True))
+    figures(runs=RUNS, queued_at_sigterm=at_sigterm, beat_exited_after_s=exited_after, **statuses)
+    assert beat.popen.returncode == 0, beat.log()[-3000:]  # it exited, not killed
+    assert set(statuses) <= {RunStatus.PENDING, RunStatus.QUEUED}
+    assert at_sigterm < RUNS  # the stop came in the middle of the release
+    assert queue_depth(unconsumed_queue) == statuses[RunStatus.QUEUED]
