@@ -70,7 +70,7 @@ def test_payload_form_is_generated_from_the_action_schema(ops) -> None:
     page.select_option("#id_action", "http")
     assert "Sends an HTTP request" in page.locator("#action-description").inner_text()
     url = page.locator("#payload-form input[name='payload_form[url]']")
-    assert url.is_visible()
+    url.wait_for()  # shown once the form keeps what is typed into it
     assert page.locator("#payload-form [name='payload_form[method]']").count() == 1
     assert page.locator("#id_payload").is_hidden()  # the raw box is one click away
 
@@ -88,9 +88,8 @@ def test_payload_form_is_generated_from_the_action_schema(ops) -> None:
         assert page.locator(f"#payload-form [name^='payload_form[{name}]']").count() >= 1, name
     assert page.locator("#payload-form [name='payload_form[url]']").count() == 0
     page.select_option("#id_action", "http")
-    page.locator("#payload-form input[name='payload_form[url]']").type(
-        "https://hooks.example.com/orders"
-    )
+    url.wait_for()
+    url.type("https://hooks.example.com/orders")
     page.locator("#payload-editor[data-state=valid]").wait_for()
 
     # The raw JSON box is still there, checked as you type, and feeds the form back.
@@ -116,6 +115,43 @@ def test_payload_form_is_generated_from_the_action_schema(ops) -> None:
         "method": "PUT",
         "timeout_seconds": 5,
     }
+
+
+def test_what_is_typed_into_a_newly_chosen_actions_form_is_saved(ops) -> None:
+    """The form of an action is filled from the raw JSON once JSON Editor says "ready", a
+    moment after its fields appear, and the raw JSON that is saved follows the form a frame
+    after each keystroke: typing in between, or saving right after typing, lost it (a
+    payload saved as ``{"message": ""}``)."""
+    page, base = ops
+    page.goto(f"{base}/admin/tasks_app/task/add/")
+    page.fill("#id_id", "typed-fast")
+    page.select_option("#id_action", "http")
+    page.locator("#payload-form input[name='payload_form[url]']").wait_for()
+    # The switch and a look at the form in one go: nothing can come in between.
+    hidden_at_switch = page.evaluate(
+        """() => {
+            const select = document.getElementById("id_action");
+            select.value = "echo";
+            select.dispatchEvent(new Event("change"));
+            return document.getElementById("payload-form").hidden;
+        }"""
+    )
+    assert hidden_at_switch  # no typing into a form about to be filled in
+    message = page.locator("#payload-form [name='payload_form[message]']")
+    message.wait_for()  # typing goes to the form once it is shown (a hand waits for it too)
+    message.type("hell")
+    # The last keystroke and the click on "Save and continue" in one go, before the next
+    # frame: a quick hand (clicked in the page, so no pointer misses the button).
+    page.evaluate(
+        """() => {
+            const field = document.querySelector("#payload-form [name='payload_form[message]']");
+            field.value += "o";
+            field.dispatchEvent(new Event("input", { bubbles: true }));
+            document.querySelector("input[name=_continue]").click();
+        }"""
+    )
+    page.wait_for_url(re.compile(r".*/admin/tasks_app/task/typed-fast/change/"))
+    assert Task.objects.get(pk="typed-fast").payload == {"message": "hello"}
 
 
 def test_runs_to_the_second_in_a_list_that_fits_and_truthful_states(

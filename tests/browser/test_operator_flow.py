@@ -39,7 +39,9 @@ def test_operator_creates_runs_watches_and_pauses_a_cron_task(
     page.fill("#id_id", "browser-cron")
     page.fill("#id_name", "Quarter-hourly greeting")
     page.select_option("#id_action", "echo")
-    page.locator("#payload-form [name='payload_form[message]']").type(MESSAGE)
+    message = page.locator("#payload-form [name='payload_form[message]']")
+    message.wait_for()  # shown once the form keeps what is typed into it
+    message.type(MESSAGE)
     page.select_option("#id_schedule_type", "cron")
     assert page.locator(".field-interval_seconds").is_hidden()  # only the cron's fields show
     page.fill("#id_cron", "*/15 * * * *")

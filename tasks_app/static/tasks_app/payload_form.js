@@ -132,6 +132,9 @@
       if (editor) { editor.destroy(); editor = null; }
       ready = false;
       holder.innerHTML = "";
+      // Hidden until "ready": on "ready" the form is filled from the raw JSON, so anything
+      // typed into a field before then (the new action's fields appear at once) was lost.
+      holder.hidden = true;
       if (!entry) {
         setMode("raw");
         if (select.value) { check(); }  // an action no longer registered: say so
@@ -200,6 +203,16 @@
       if (mode === "raw") { check(); }
     });
     select.addEventListener("change", function () { build(false); });
+    // JSON Editor announces a change on the next animation frame, and the raw box follows
+    // it from there: a save right after the last keystroke sent the box without it (a
+    // payload saved as {"message": ""}). The form's value goes into the box as it is sent.
+    if (textarea.form) {
+      textarea.form.addEventListener("submit", function () {
+        if (mode === "form" && editor && ready) {
+          textarea.value = JSON.stringify(editor.getValue(), null, 2);
+        }
+      });
+    }
     build(true);
   });
 })();
