@@ -54,22 +54,32 @@ def stop_deferred() -> Iterator[None]:
     and committed but before their messages were sent, those runs waited for the sweep
     (``TASKS_REQUEUE_AFTER_SECONDS`` past their due time) — every deploy of beat could
     make up to ``TASKS_RELEASE_BATCH`` runs two minutes late. A stop now waits for the
-    pass in progress (well under a second in steady state). Only the main thread can
+    pass in progress (well under a second in steady state); a second signal stops it at
+    once, as before (a pass stuck on an unreachable database). Only the main thread can
     handle signals: elsewhere (beat embedded in a worker) the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     caught: list[int] = []
-    previous = {
-        sig: signal.signal(sig, lambda signum, _frame: caught.append(signum))
-        for sig in (signal.SIGTERM, signal.SIGINT)
-    }
+    previous: dict[int, Any] = {}
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    def defer(signum: int, _frame: object) -> None:
+        caught.append(signum)
+        if len(caught) == 2:
+            restore()
+            os.kill(os.getpid(), signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        previous[sig] = signal.signal(sig, defer)
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if caught:
+        restore()
+        if len(caught) == 1:
             os.kill(os.getpid(), caught[0])
 
 
