@@ -14,9 +14,9 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from project.celery import app
 from tasks_app.models import Run, RunStatus, Task
-from tests.processes import wait_until
+from tasks_app.recovery import ready_messages
+from tests.processes import delete_queue, wait_until
 
 from .conftest import Figures, StartProc
 
@@ -30,20 +30,7 @@ def unconsumed_queue() -> Iterator[str]:
     """A queue no worker consumes: what beat published stays there to be counted."""
     name = f"beat-stop-{uuid.uuid4().hex[:8]}"
     yield name
-    with app.connection_for_write() as conn:
-        try:
-            conn.default_channel.queue_delete(name)
-        except conn.channel_errors:
-            pass
-
-
-def queue_depth(name: str) -> int:
-    """Messages in ``name``; 0 if nothing was ever published to it (never declared)."""
-    with app.connection_for_write() as conn:
-        try:
-            return int(conn.default_channel.queue_declare(name, passive=True).message_count)
-        except conn.channel_errors:
-            return 0
+    delete_queue(name)
 
 
 def test_beat_stopped_mid_release_leaves_no_queued_run_without_its_message(
@@ -72,4 +59,5 @@ def test_beat_stopped_mid_release_leaves_no_queued_run_without_its_message(
     assert beat.popen.returncode == 0, beat.log()[-3000:]  # it exited, not killed
     assert set(statuses) <= {RunStatus.PENDING, RunStatus.QUEUED}
     assert at_sigterm < RUNS  # the stop came in the middle of the release
-    assert queue_depth(unconsumed_queue) == statuses[RunStatus.QUEUED]
+    # 0 if nothing was ever published to it (never declared)
+    assert ready_messages(unconsumed_queue) == statuses[RunStatus.QUEUED]

@@ -9,10 +9,10 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from project.celery import app as project_app
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
-from tests.processes import wait_until
+from tasks_app.recovery import ready_messages
+from tests.processes import delete_queue, wait_until
 from tests.scale.conftest import assert_unbroken, bulk_interval_tasks, fire_instants, leaders
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -23,16 +23,7 @@ def private_queue():
     """A queue nobody consumes (messages are counted, then the queue is deleted)."""
     name = f"scale-fire-{uuid.uuid4().hex[:8]}"
     yield name
-    with project_app.connection_for_write() as conn:
-        try:
-            conn.default_channel.queue_delete(name)
-        except Exception:
-            pass
-
-
-def queue_depth(name: str) -> int:
-    with project_app.connection_for_write() as conn:
-        return conn.default_channel.queue_declare(name, passive=True).message_count
+    delete_queue(name)
 
 
 def test_every_due_schedule_is_recorded_and_published_in_one_tick(private_queue) -> None:
@@ -46,7 +37,7 @@ def test_every_due_schedule_is_recorded_and_published_in_one_tick(private_queue)
     runs = Run.objects.filter(task__id__startswith="batch-")
     assert runs.count() == len(tasks)
     assert runs.filter(status=RunStatus.QUEUED).count() == len(tasks)  # all published
-    assert queue_depth(private_queue) == len(tasks)
+    assert ready_messages(private_queue) == len(tasks)
     for task in Task.objects.filter(id__in=["batch-00000", "batch-02499"]):
         [run] = task.runs.all()
         assert run.scheduled_for == run.due_at == first + timedelta(microseconds=int(task.id[-5:]))
@@ -59,7 +50,7 @@ def test_every_due_schedule_is_recorded_and_published_in_one_tick(private_queue)
     )
     assert services.schedule_fire_due(now=now, lookahead=timedelta(seconds=5)) == []
     assert Run.objects.filter(task__id__startswith="batch-").count() == len(tasks)
-    assert queue_depth(private_queue) == len(tasks)
+    assert ready_messages(private_queue) == len(tasks)
 
 
 def test_two_beats_fire_each_instant_once_and_only_the_leader_fires(worker, beat_factory) -> None:
