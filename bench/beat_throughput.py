@@ -96,7 +96,7 @@ def setup_owned(count: int, every: int, first_at: float) -> list[str]:
     """``count`` tasks each owning a PeriodicTask, as the services create them, in bulk."""
     from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
-    from tasks_app.models import Task, TaskStatus
+    from tasks_app.models import Task
 
     interval = IntervalSchedule.objects.create(every=every, period=IntervalSchedule.SECONDS)
     PeriodicTask.objects.bulk_create(
@@ -124,15 +124,16 @@ def setup_owned(count: int, every: int, first_at: float) -> list[str]:
                 queue=common.QUEUE,
                 schedule_type="interval",
                 interval_seconds=every,
-                status=TaskStatus.PENDING,
                 periodic_task_id=periodic[f"task:own-{i:06d}"],
-                next_run_at=base + timedelta(seconds=every * i / count),
             )
             for i in range(count)
         ],
         batch_size=2000,
     )
-    common.vacuum("tasks_app_task", "django_celery_beat_periodictask")
+    common.set_task_states(
+        {f"own-{i:06d}": base + timedelta(seconds=every * i / count) for i in range(count)}
+    )
+    common.vacuum("tasks_app_task", "tasks_app_taskstate", "django_celery_beat_periodictask")
     return [f"own-{i:06d}" for i in range(count)]
 
 

@@ -363,19 +363,26 @@ def settle_after_bulk_load() -> None:
 
 
 def create_tasks(prefix: str, count: int, **fields: Any) -> list[str]:
-    from tasks_app.models import Task, TaskStatus
+    from tasks_app.models import Task
 
+    ids = [f"{prefix}-{i:06d}" for i in range(count)]
     Task.objects.bulk_create(
-        [
-            Task(
-                id=f"{prefix}-{i:06d}",
-                action="noop",
-                queue=QUEUE,
-                status=TaskStatus.PENDING,
-                **fields,
-            )
-            for i in range(count)
-        ],
+        [Task(id=task_id, action="noop", queue=QUEUE, **fields) for task_id in ids],
         batch_size=2000,
     )
-    return [f"{prefix}-{i:06d}" for i in range(count)]
+    set_task_states({task_id: None for task_id in ids})
+    return ids
+
+
+def set_task_states(next_runs: dict[str, datetime | None], status: str = "pending") -> None:
+    """Set the state rows of the tasks ``next_runs`` names (inserted with each task, status
+    ``created``): ``status`` and each one's next fire."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            """UPDATE tasks_app_taskstate AS s SET status = %s, next_run_at = v.next_run_at
+                 FROM unnest(%s::varchar[], %s::timestamptz[]) AS v(id, next_run_at)
+                WHERE s.task_id = v.id""",
+            [status, list(next_runs), list(next_runs.values())],
+        )

@@ -44,14 +44,14 @@ def load(
     timings: dict[str, float] = {}
     started = time.perf_counter()
     conn.execute(
-        "TRUNCATE tasks_app_run, tasks_app_task, tasks_app_runtally, tasks_app_runtallymark"
+        "TRUNCATE tasks_app_run, tasks_app_task, tasks_app_taskstate, tasks_app_runtally, "
+        "tasks_app_runtallymark"
     )
     with conn.cursor().copy(
         "COPY tasks_app_task (id, name, description, action, payload, queue, priority, "
         "max_retries, retry_backoff_seconds, schedule_type, interval_seconds, cron, timezone, "
-        "jitter_seconds, overlap_policy, catchup, catchup_window_seconds, fire_count, "
-        "consecutive_failures, alarm_note, schedule_error, paused, pause_note, paused_by, status, "
-        "next_run_at, created_at, updated_at) FROM STDIN"
+        "jitter_seconds, overlap_policy, catchup, catchup_window_seconds, alarm_note, "
+        "schedule_error, paused, pause_note, paused_by, created_at, updated_at) FROM STDIN"
     ) as copy:
         for i in range(tasks):
             failing = i % 40 == 1
@@ -76,17 +76,30 @@ def load(
                     "allow",
                     "skip",
                     3600,
-                    runs // tasks,
-                    3 if failing else 0,
                     "",
                     "",
                     i % 50 == 0,
                     "maintenance" if i % 50 == 0 else "",
                     "bench" if i % 50 == 0 else "",
-                    "failed" if failing else "pending",
-                    now + timedelta(seconds=rng.randint(1, 300)),
                     now - timedelta(days=days + 1),
                     now,
+                )
+            )
+    # The trigger gave each task its state row; this load's replaces them.
+    conn.execute("DELETE FROM tasks_app_taskstate")
+    with conn.cursor().copy(
+        "COPY tasks_app_taskstate (task_id, status, next_run_at, consecutive_failures, "
+        "fire_count) FROM STDIN"
+    ) as copy:
+        for i in range(tasks):
+            failing = i % 40 == 1
+            copy.write_row(
+                (
+                    f"hist-{i:05d}",
+                    "failed" if failing else "pending",
+                    now + timedelta(seconds=rng.randint(1, 300)),
+                    3 if failing else 0,
+                    runs // tasks,
                 )
             )
     indexes = conn.execute(

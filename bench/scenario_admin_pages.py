@@ -73,7 +73,7 @@ def _seed(reseed: bool) -> dict[str, int]:
     from django.db import connection
     from django.utils import timezone
 
-    from tasks_app.models import Run, RunStatus, Task, TaskStatus
+    from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus
 
     if reseed:
         with connection.cursor() as cursor:
@@ -97,19 +97,25 @@ def _seed(reseed: bool) -> dict[str, int]:
                 cron="*/5 * * * *" if kind == "cron" else "",
                 timezone="Europe/Paris" if kind == "cron" else "UTC",
                 interval_seconds=300 if kind == "interval" else None,
-                next_run_at=now + timedelta(minutes=rng.randint(1, 300))
-                if kind != "none"
-                else None,
-                status=TaskStatus.PENDING,
                 paused=i % 50 == 0,
                 pause_note="maintenance window" if i % 50 == 0 else "",
                 paused_at=now if i % 50 == 0 else None,
                 paused_by="bench" if i % 50 == 0 else "",
-                consecutive_failures=3 if i % 40 == 1 else 0,
                 alarm_since=now - timedelta(minutes=10) if i % 100 == 7 else None,
             )
         )
     Task.objects.bulk_create(tasks, batch_size=1000)
+    states = {s.task_id: s for s in TaskState.objects.all()}
+    for i, task in enumerate(tasks):
+        state = states[task.id]
+        failing = i % 40 == 1
+        state.status = TaskStatus.FAILED if failing else TaskStatus.PENDING
+        state.consecutive_failures = 3 if failing else 0
+        if task.schedule_type != "none":
+            state.next_run_at = now + timedelta(minutes=rng.randint(1, 300))
+    TaskState.objects.bulk_update(
+        states.values(), ["status", "consecutive_failures", "next_run_at"], batch_size=1000
+    )
     statuses = (
         [RunStatus.COMPLETED] * 90
         + [RunStatus.FAILED] * 6
@@ -144,7 +150,6 @@ def _seed(reseed: bool) -> dict[str, int]:
             batch = []
     if batch:
         Run.objects.bulk_create(batch)
-    Task.objects.filter(consecutive_failures__gt=0).update(status=TaskStatus.FAILED)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE tasks_app_run; ANALYZE tasks_app_task")
     user_model = get_user_model()

@@ -208,7 +208,7 @@ class TaskAdmin(admin.ModelAdmin):
     form = TaskForm
     change_form_template = "admin/tasks_app/task/change_form.html"
     list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell")
-    list_filter = ("status", "action", "schedule_type", "paused", "queue")
+    list_filter = ("state__status", "action", "schedule_type", "paused", "queue")
     search_fields = ("id", "name")
     readonly_fields = (
         "status_badge",
@@ -303,7 +303,7 @@ class TaskAdmin(admin.ModelAdmin):
         return (*fields, "id") if obj else fields
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
-        return super().get_queryset(request).select_related("periodic_task")
+        return super().get_queryset(request).select_related("periodic_task", "state")
 
     # --- columns and read-only fields ------------------------------------------------------
 
@@ -317,15 +317,23 @@ class TaskAdmin(admin.ModelAdmin):
             return format_html("once at {}", instant(task.run_at)) if task.run_at else "once"
         return "on demand"
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description="status", ordering="state__status")
     def status_badge(self, task: Task) -> SafeString:
-        return badge(task.status)
+        return badge(task.state.status)
 
-    @admin.display(description="next run", ordering="next_run_at")
+    @admin.display(description="next run", ordering="state__next_run_at")
     def next_run(self, task: Task) -> SafeString | str:
         return admin_views.next_run_state(task)
 
-    @admin.display(description="next run", ordering="next_run_at")
+    @admin.display(description="fire count")
+    def fire_count(self, task: Task) -> int:
+        return task.state.fire_count
+
+    @admin.display(description="consecutive failures")
+    def consecutive_failures(self, task: Task) -> int:
+        return task.state.consecutive_failures
+
+    @admin.display(description="next run", ordering="state__next_run_at")
     def next_run_cell(self, task: Task) -> SafeString | str:
         return admin_views.next_run_state(task, compact=True)
 

@@ -85,16 +85,17 @@ def next_run_state(
     now = now or timezone.now()
     if task.paused:
         return "none: paused" if compact else "none while paused (resume to continue)"
+    next_run_at = task.state.next_run_at
     if task.schedule_type not in RECURRING:
-        if task.next_run_at is None:
+        if next_run_at is None:
             return "none waiting" if task.schedule_type == ScheduleType.NONE else "none planned"
-        if task.next_run_at <= now:
-            return format_html("{}, due now: a worker takes it next", instant(task.next_run_at))
-        return instant(task.next_run_at)
-    if task.next_run_at is None:
+        if next_run_at <= now:
+            return format_html("{}, due now: a worker takes it next", instant(next_run_at))
+        return instant(next_run_at)
+    if next_run_at is None:
         return "none planned"
-    if task.next_run_at > now:
-        return instant(task.next_run_at)
+    if next_run_at > now:
+        return instant(next_run_at)
     try:
         upcoming = selectors.task_preview(task=task, count=1, now=now)
     except ValidationError:
@@ -105,14 +106,14 @@ def next_run_state(
             '{} <span class="tasks-muted" title="the fire of {} was missed; catch-up {} {}">'
             "(1 missed)</span>",
             instant(upcoming[0].utc) if upcoming else "none planned",
-            instant_text(task.next_run_at),
+            instant_text(next_run_at),
             task.catchup,
             replay,
         )
     return format_html(
         '{} <span class="tasks-muted">(the fire of {} was missed; catch-up "{}" {})</span>',
         instant(upcoming[0].utc) if upcoming else "none planned",
-        instant(task.next_run_at),
+        instant(next_run_at),
         task.catchup,
         replay,
     )

@@ -48,7 +48,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from . import health, selectors, services
 from .client_address import client_ip
-from .models import Run, RunStatus, Task
+from .models import Run, RunStatus, Task, TaskState
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class TasksCollector:
 
     def _tasks(self) -> Iterator[Metric]:
         tasks = GaugeMetricFamily("tasks_tasks", "Tasks by status.", labels=["status"])
-        for row in Task.objects.order_by().values("status").annotate(n=Count("id")):
+        for row in TaskState.objects.order_by().values("status").annotate(n=Count("pk")):
             tasks.add_metric([row["status"]], row["n"])
         yield tasks
         counts = Task.objects.aggregate(

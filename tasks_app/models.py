@@ -46,6 +46,7 @@ __all__ = [
     "ScheduleType",
     "Task",
     "TaskAuditEntry",
+    "TaskState",
     "TaskStatus",
     "Trigger",
 ]
@@ -137,8 +138,6 @@ class Task(models.Model):
         help_text="Keep at most this many finished runs of this task (the newest); "
         "blank: no limit by number.",
     )
-    fire_count = models.PositiveIntegerField(default=0, editable=False)
-    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
     alarm_since = models.DateTimeField(null=True, blank=True, editable=False)
     alarm_note = models.TextField(blank=True, editable=False)
     # Set by beat when this task's schedule math raised (tasks_app.services.firing): beat
@@ -150,8 +149,6 @@ class Task(models.Model):
     paused_at = models.DateTimeField(null=True, blank=True)
     paused_by = models.CharField(max_length=150, blank=True)
 
-    status = models.CharField(max_length=10, choices=TaskStatus.choices, default=TaskStatus.CREATED)
-    next_run_at = models.DateTimeField(null=True, blank=True, editable=False)
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",
         null=True,
@@ -174,16 +171,6 @@ class Task(models.Model):
             ("use_action_http", "Can create, change and run tasks with the http action"),
             ("use_action_email", "Can create, change and run tasks with the email action"),
         ]
-        indexes = [
-            # Beat's hot query: recurring, unpaused, unflagged tasks by their next fire.
-            models.Index(
-                fields=["next_run_at"],
-                name="task_due_fire_idx",
-                condition=models.Q(
-                    schedule_type__in=["interval", "cron"], paused=False, schedule_error=""
-                ),
-            ),
-        ]
 
     def __str__(self) -> str:
         return self.id
@@ -192,6 +179,11 @@ class Task(models.Model):
     def is_recurring(self) -> bool:
         return self.schedule_type in RECURRING
 
+    def load_state(self) -> TaskState:
+        """The task's state row as stored now (cached as ``self.state`` from then on)."""
+        self.state = TaskState.objects.get(pk=self.pk)
+        return self.state
+
     def clean(self) -> None:
         stored = (
             None
@@ -199,6 +191,37 @@ class Task(models.Model):
             else Task.objects.filter(pk=self.pk).values_list("run_at", "schedule_type").first()
         )
         validate_task(self, stored=stored)
+
+
+class TaskState(models.Model):
+    """What the engine changes about a task as its runs come and go: one row per task
+    (``task.state``), inserted with the task by a trigger (migration 0012), so every way of
+    creating a task — the services, ``bulk_create``, SQL — makes one.
+
+    Apart from the task's configuration (``Task``, edited by people) because every claim
+    and every completion rewrites it: a narrow row without check constraints costs
+    Postgres a fraction of rewriting the task row (docs/scale.md), and an edit of the task
+    saved from a form can no longer write back a status, next fire or count read before it.
+    """
+
+    task = models.OneToOneField(
+        Task, primary_key=True, on_delete=models.CASCADE, related_name="state", editable=False
+    )
+    status = models.CharField(max_length=10, choices=TaskStatus.choices, default=TaskStatus.CREATED)
+    next_run_at = models.DateTimeField(null=True, blank=True)
+    # Plain integers: a PositiveIntegerField's ">= 0" check would be evaluated on every write.
+    consecutive_failures = models.IntegerField(default=0)
+    fire_count = models.IntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            # Beat's hot query: due tasks by their next fire (recurring, unpaused and unflagged
+            # ones, filtered on the task).
+            models.Index(fields=["next_run_at"], name="task_state_next_run_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.status}"
 
 
 class Run(models.Model):

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 from django.utils import timezone
 
@@ -154,7 +154,9 @@ def failing_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
     day_ago = timezone.now() - timedelta(days=1)
     failed = Run.objects.filter(task_id=OuterRef("pk"), status=RunStatus.FAILED).order_by()
     return list(
-        Task.objects.filter(Q(status=TaskStatus.FAILED) | Q(consecutive_failures__gt=0))
+        Task.objects.filter(
+            Q(state__status=TaskStatus.FAILED) | Q(state__consecutive_failures__gt=0)
+        )
         .annotate(
             failed_day=Coalesce(
                 Subquery(
@@ -167,16 +169,16 @@ def failing_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
             ),
             last_failure=Subquery(failed.order_by("-due_at").values("finished_at")[:1]),
         )
-        .order_by("-consecutive_failures", "-last_failure", "id")
+        .order_by("-state__consecutive_failures", "-last_failure", "id")
         .values(
             "id",
             "name",
             "action",
-            "status",
-            "consecutive_failures",
             "failed_day",
             "last_failure",
             "paused",
+            status=F("state__status"),
+            consecutive_failures=F("state__consecutive_failures"),
         )[:limit]
     )
 
@@ -195,7 +197,9 @@ def alarm_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
     rows: Any = (
         Task.objects.filter(alarm_since__isnull=False)
         .order_by("alarm_since", "id")
-        .values("id", "name", "alarm_since", "alarm_note", "next_run_at")[:limit]
+        .values("id", "name", "alarm_since", "alarm_note", next_run_at=F("state__next_run_at"))[
+            :limit
+        ]
     )
     return list(rows)
 

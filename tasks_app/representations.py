@@ -10,7 +10,7 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .models import RunStatus, Task, Trigger
+from .models import RunStatus, Task, TaskStatus, Trigger
 from .services import TASK_FIELDS
 
 
@@ -34,6 +34,11 @@ class TaskOutputSerializer(serializers.ModelSerializer):
         **serializers.ModelSerializer.serializer_field_mapping,
         models.JSONField: JSONObjectField,
     }
+    # The task's state row (``TaskState``), shown as the task's own fields.
+    status = serializers.ChoiceField(source="state.status", choices=TaskStatus.choices)
+    next_run_at = serializers.DateTimeField(source="state.next_run_at", allow_null=True)
+    fire_count = serializers.IntegerField(source="state.fire_count")
+    consecutive_failures = serializers.IntegerField(source="state.consecutive_failures")
 
     class Meta:
         model = Task

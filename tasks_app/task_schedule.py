@@ -48,7 +48,7 @@ def policy_of(task: Task) -> policies.Policy:
         start_at=task.start_at,
         end_at=task.end_at,
         max_runs=task.max_runs,
-        fire_count=task.fire_count,
+        fire_count=task.state.fire_count,
     )
 
 
@@ -66,7 +66,7 @@ def plan_task_fires(task: Task, *, now: datetime, lookahead: timedelta) -> polic
     Fires up to ``now + lookahead`` are recorded ahead so they can be published with an
     exact ETA.
     """
-    fire = task.next_run_at
+    fire = task.state.next_run_at
     schedule = None if fire is None else schedule_of(task, anchor=fire)
     if fire is None or schedule is None:
         return policies.Plan(fires=(), missed=0, next_fire=None, finished=True)

@@ -257,11 +257,12 @@ def check_stored_schedule(task: Task, *, now: datetime) -> None:
             scheduling.parse_cron(task.cron)
         except scheduling.CronError as exc:
             errors["cron"] = [f"invalid cron expression: {exc}"]
-    instants = ["start_at", "end_at", "next_run_at"]
-    if task.schedule_type == ScheduleType.ONCE:
-        instants.append("run_at")
-    for name in instants:
-        value = getattr(task, name)
+    instants = {name: getattr(task, name) for name in ("start_at", "end_at", "run_at")}
+    if task.schedule_type != ScheduleType.ONCE:
+        del instants["run_at"]
+    if not task._state.adding:  # a stored task's next fire, as beat will plan from it
+        instants["next_run_at"] = task.state.next_run_at
+    for name, value in instants.items():
         if value is not None:
             try:
                 check_instant(value, field=name, now=now)

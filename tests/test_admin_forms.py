@@ -93,7 +93,7 @@ def test_saving_a_task_with_a_delay_schedules_one_run(admin_client: Client) -> N
     task = Task.objects.get(pk="reminder-001")
     run = task.runs.get()
     assert (run.trigger, run.status) == (Trigger.DELAY, "pending")
-    assert task.status == TaskStatus.PENDING and task.next_run_at == run.due_at
+    assert task.state.status == TaskStatus.PENDING and task.state.next_run_at == run.due_at
 
 
 def test_cron_task_saved_from_the_admin_owns_its_beat_entry(admin_client: Client) -> None:
@@ -102,7 +102,7 @@ def test_cron_task_saved_from_the_admin_owns_its_beat_entry(admin_client: Client
     )
     assert response.status_code == 302
     task = Task.objects.get(pk="reminder-001")
-    assert task.next_run_at is not None and task.periodic_task is not None
+    assert task.state.next_run_at is not None and task.periodic_task is not None
     assert task.periodic_task.enabled
 
 
@@ -115,12 +115,12 @@ def test_run_now_pause_and_resume_actions(admin_client: Client) -> None:
 
     admin_client.post(changelist, {"action": "pause", "_selected_action": ["reminder-001"]})
     task = Task.objects.get(pk="reminder-001")
-    assert task.paused and task.status == TaskStatus.PAUSED and task.paused_by == "root-admin"
+    assert task.paused and task.state.status == TaskStatus.PAUSED and task.paused_by == "root-admin"
     assert task.periodic_task is not None and not task.periodic_task.enabled
 
     admin_client.post(changelist, {"action": "resume", "_selected_action": ["reminder-001"]})
     task.refresh_from_db()
-    assert not task.paused and task.status == TaskStatus.PENDING
+    assert not task.paused and task.state.status == TaskStatus.PENDING
 
 
 def test_run_page_shows_output_and_error(admin_client: Client) -> None:

@@ -116,7 +116,7 @@ class ApiView(APIView):
         permissions.check_actions(self.request.user, *action_names)
 
     def task(self, task_id: str) -> Task:
-        return get_object_or_404(Task, pk=task_id)
+        return get_object_or_404(Task.objects.select_related("state"), pk=task_id)
 
     def run(self, run_id: str) -> Run:
         try:
@@ -195,7 +195,8 @@ class TaskListView(ApiView):
     )
     def get(self, request: Request) -> Response:
         return self.page(
-            filters.filter_tasks(Task.objects.all(), request.query_params), TaskOutputSerializer
+            filters.filter_tasks(Task.objects.select_related("state"), request.query_params),
+            TaskOutputSerializer,
         )
 
     @extend_schema(

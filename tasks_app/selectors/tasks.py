@@ -16,7 +16,7 @@ from ..task_schedule import first_fire, schedule_of
 
 MAX_PREVIEW = 100
 # List filters on a time range: ``<name>_after`` (inclusive) / ``<name>_before`` (exclusive).
-TASK_RANGES = {"next_run": "next_run_at", "created": "created_at"}
+TASK_RANGES = {"next_run": "state__next_run_at", "created": "created_at"}
 
 
 def task_list(
@@ -29,9 +29,9 @@ def task_list(
     **ranges: datetime | None,
 ) -> QuerySet[Task]:
     """Tasks by id, filtered (each filter optional; ``ranges`` as in :data:`TASK_RANGES`)."""
-    qs = Task.objects.all()
+    qs = Task.objects.select_related("state")
     if status:
-        qs = qs.filter(status__in=status)
+        qs = qs.filter(state__status__in=status)
     if action:
         qs = qs.filter(action=action)
     if schedule_type:
@@ -88,11 +88,8 @@ def _preview(task: Task, *, count: int, now: datetime) -> list[Fire]:
     if task.schedule_type == ScheduleType.ONCE:
         fires = [task.run_at] if task.run_at and task.run_at > now else []
     else:
-        start = (
-            task.next_run_at
-            if (task.pk and task.next_run_at and task.next_run_at > now)
-            else first_fire(task, now=now)
-        )
+        stored = None if task._state.adding else task.state.next_run_at
+        start = stored if stored and stored > now else first_fire(task, now=now)
         schedule = schedule_of(task, anchor=start) if start else None
         fires = (
             []
@@ -131,6 +128,7 @@ def overdue_fire(task: Task, *, now: datetime) -> datetime | None:
     )
     if first_unmet is not None:
         return first_unmet
-    if task.next_run_at is not None and task.next_run_at <= cutoff:
-        return task.next_run_at  # beat never recorded this fire
+    next_run_at = task.state.next_run_at
+    if next_run_at is not None and next_run_at <= cutoff:
+        return next_run_at  # beat never recorded this fire
     return None

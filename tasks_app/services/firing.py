@@ -73,11 +73,14 @@ def _fire_batch(*, now: datetime, until: datetime, batch: int) -> tuple[list[Run
         # Only ids here: a row whose columns cannot even be read (an instant out of Python's
         # range) is then isolated below like any other bad row.
         ids = list(
-            Task.objects.select_for_update(skip_locked=True)
+            Task.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(
-                schedule_type__in=RECURRING, paused=False, schedule_error="", next_run_at__lte=until
+                schedule_type__in=RECURRING,
+                paused=False,
+                schedule_error="",
+                state__next_run_at__lte=until,
             )
-            .order_by("next_run_at")
+            .order_by("state__next_run_at")
             .values_list("id", flat=True)[:batch]
         )
         if not ids:
@@ -123,7 +126,7 @@ def _fire_tasks(
     fired_tasks: list[Task] = []
     still_due = False
     culprits: list[tuple[str, Exception]] = []
-    for task in Task.objects.filter(id__in=ids):
+    for task in Task.objects.filter(id__in=ids).select_related("state"):
         try:
             plan = plan_task_fires(task, now=now, lookahead=until - now)
             task_runs = [

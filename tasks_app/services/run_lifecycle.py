@@ -25,7 +25,16 @@ from django.utils import timezone
 
 from .. import actions, store
 from ..logs import run_log
-from ..models import EXPLICIT_TRIGGERS, OverlapPolicy, Run, RunStatus, Task, TaskStatus, Trigger
+from ..models import (
+    EXPLICIT_TRIGGERS,
+    OverlapPolicy,
+    Run,
+    RunStatus,
+    Task,
+    TaskState,
+    TaskStatus,
+    Trigger,
+)
 from .audit import jsonable
 from .errors import ConflictError
 from .retry_policy import retry_delay, timed_out_error
@@ -392,19 +401,20 @@ def _not_recorded(run: Run, status: str) -> None:
 
 def _count_failure(task: Task, *, error: str) -> None:
     """One more failure in a row; pause the task once ``pause_after_failures`` is reached."""
-    Task.objects.filter(pk=task.pk).update(consecutive_failures=F("consecutive_failures") + 1)
+    TaskState.objects.filter(pk=task.pk).update(consecutive_failures=F("consecutive_failures") + 1)
     if not task.pause_after_failures:
         return
-    current = Task.objects.filter(pk=task.pk, paused=False).first()
-    if current is None or current.consecutive_failures < task.pause_after_failures:
+    current = Task.objects.filter(pk=task.pk, paused=False).select_related("state").first()
+    if current is None or current.state.consecutive_failures < task.pause_after_failures:
         return
+    streak = current.state.consecutive_failures
     reason = error.splitlines()[0] if error else "failed"
-    note = f"auto-paused after {current.consecutive_failures} consecutive failures; last: {reason}"
+    note = f"auto-paused after {streak} consecutive failures; last: {reason}"
     task_pause(task=current, note=note[:1000], by="system")
     log.error(
         "task %s auto-paused after %d consecutive failures",
         task.pk,
-        current.consecutive_failures,
+        streak,
         extra={"task_id": task.pk},
     )
 

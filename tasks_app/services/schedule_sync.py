@@ -21,16 +21,17 @@ EXECUTE_TASK = "tasks_app.execute_task"
 def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
     """Bring ``next_run_at``, the beat entry and a 'once' task's run in line with the task."""
     if task.is_recurring:
-        if replan or task.next_run_at is None:
-            task.next_run_at = first_fire(task, now=now)
-        if task.status == TaskStatus.CREATED and not task.paused:
-            task.status = TaskStatus.PENDING
-        task.save(update_fields=["next_run_at", "status"])
+        state = task.load_state()
+        if replan or state.next_run_at is None:
+            state.next_run_at = first_fire(task, now=now)
+        if state.status == TaskStatus.CREATED and not task.paused:
+            state.status = TaskStatus.PENDING
+        state.save(update_fields=["next_run_at", "status"])
     elif task.schedule_type == ScheduleType.ONCE and replan:
         _sync_once_run(task, now=now)
     elif replan:
         store.execute("task_refresh_next_run", {"task_id": task.pk})
-        task.refresh_from_db(fields=["next_run_at", "status"])
+        task.load_state()
     sync_periodic_task(task)
 
 
@@ -51,7 +52,7 @@ def _sync_once_run(task: Task, *, now: datetime) -> None:
         enqueue_on_commit(Run.objects.select_related("task").get(pk=waiting.pk), now=now)
     else:
         run_create(task=task, trigger=Trigger.AT, due_at=task.run_at, now=now)
-    task.refresh_from_db(fields=["next_run_at", "status"])
+    task.load_state()
 
 
 def sync_periodic_task(task: Task) -> None:

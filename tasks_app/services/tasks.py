@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from .. import scheduling, validation
-from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskStatus, Trigger
+from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskState, TaskStatus, Trigger
 from ..task_schedule import schedule_of
 from .audit import audit, plain
 from .errors import ConflictError
@@ -95,8 +95,6 @@ def task_save(*, task: Task, by: str = "") -> Task:
     task.full_clean(validate_unique=False, validate_constraints=False)
     now = timezone.now()
     with transaction.atomic():
-        if adding:
-            task.status = TaskStatus.PAUSED if task.paused else TaskStatus.CREATED
         flagged = previous is not None and bool(previous.schedule_error)
         if flagged:  # an edit clears beat's schedule-error flag and its alarm (services.alarms)
             task.schedule_error, task.alarm_since, task.alarm_note = "", None, ""
@@ -137,16 +135,15 @@ def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
         task.pause_note = note
         task.paused_at = timezone.now()
         task.paused_by = by
-        task.status = TaskStatus.PAUSED
         # Fires already recorded ahead of their instant will not run: pausing stops fires.
-        # The runs' rows are written before the task's: a claim locks its run, then its task
-        # (claim_run), and the opposite order here could deadlock with it.
+        # Rows are written in the order every claim locks them (claim_run): the runs', then
+        # the task's, then its state row; another order here could deadlock with a claim.
         task.runs.filter(
             trigger=Trigger.SCHEDULE, status__in=[RunStatus.PENDING, RunStatus.QUEUED]
         ).update(status=RunStatus.SKIPPED, finished_at=task.paused_at, error="skipped: task paused")
-        task.save(
-            update_fields=["paused", "pause_note", "paused_at", "paused_by", "status", "updated_at"]
-        )
+        task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "updated_at"])
+        TaskState.objects.filter(pk=task.pk).update(status=TaskStatus.PAUSED)
+        task.load_state()
         sync_periodic_task(task)
         audit(task.id, "paused", by=by, note=note)
     return task
@@ -161,20 +158,12 @@ def task_resume(*, task: Task, by: str = "") -> Task:
         task.pause_note = ""
         task.paused_at = None
         task.paused_by = ""
-        task.consecutive_failures = 0
-        task.status = _idle_status(task)
-        task.save(
-            update_fields=[
-                "paused",
-                "pause_note",
-                "paused_at",
-                "paused_by",
-                "status",
-                "consecutive_failures",
-                "updated_at",
-            ]
+        task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "updated_at"])
+        TaskState.objects.filter(pk=task.pk).update(
+            status=_idle_status(task), consecutive_failures=0
         )
         sync_schedule(task, now=now, replan=False)
+        task.load_state()
         audit(task.id, "resumed", by=by)
     transaction.on_commit(release_due_runs)
     return task
@@ -193,7 +182,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
     if end <= start:
         raise ValidationError({"end": ["must be after start"]})
     limit = settings.TASKS_BACKFILL_MAX_RUNS
-    anchor = task.next_run_at or task.created_at
+    anchor = task.state.next_run_at or task.created_at
     schedule = schedule_of(task, anchor=anchor)
     assert schedule is not None
     if isinstance(schedule, scheduling.IntervalSchedule):

@@ -2,8 +2,13 @@
 -- Parameters are psycopg's %(name)s; {run_columns}, {run_values} and {run_fields:<alias>} /
 -- {task_fields:<alias>} are expanded from the models' columns when this file is loaded.
 -- Every status change is conditional on the status it leaves (docs/reliability.md), and the
--- task's next_run_at and status follow the rules in the SQL functions tasks_app_next_run_at
--- and tasks_app_status_after (migration 0004): one definition for every statement.
+-- task's state row (tasks_app_taskstate: status, next_run_at, failure streak, fire count)
+-- follows the rules in the SQL functions tasks_app_next_run_at and tasks_app_status_after
+-- (migrations 0004, 0012): one definition for every statement. The task row itself (its
+-- configuration) is only read here, never locked: a pause committed while a statement runs
+-- shows in the state row (task_pause sets its status to paused), which is the row updated,
+-- so Postgres re-reads it before the update; hence "s.status <> 'paused'" beside
+-- "NOT t.paused".
 -- The executor lock: the session that claims a run holds a session-level advisory lock keyed
 -- on hashtextextended(<run id>::text, 0) until its completion releases it. Postgres drops it
 -- the instant that session's connection dies, so a redelivered message can tell a dead
@@ -21,19 +26,19 @@ WITH created AS (
     INSERT INTO tasks_app_run ({run_columns}) VALUES ({run_values})
     RETURNING task_id, due_at
 )
-UPDATE tasks_app_task AS t
-   SET status = CASE WHEN NOT t.paused AND t.status <> 'running' THEN 'pending'
-                     ELSE t.status END,
-       next_run_at = tasks_app_next_run_at(t, NULL, c.due_at)
-  FROM created AS c
- WHERE t.id = c.task_id
-RETURNING t.id;
+UPDATE tasks_app_taskstate AS s
+   SET status = CASE WHEN NOT t.paused AND s.status NOT IN ('running', 'paused') THEN 'pending'
+                     ELSE s.status END,
+       next_run_at = tasks_app_next_run_at(t, s, NULL, c.due_at)
+  FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id
+ WHERE s.task_id = c.task_id
+RETURNING s.task_id;
 
 -- name: claim_run
 -- queued -> running, within the run's deadline, for an unpaused task (or a run a person
 -- asked for), when the task's overlap policy is allow or the caller has checked it under
 -- the task's lock (overlap_checked). The task becomes running. Its next_run_at is computed
--- from the task row being updated (t in task_running), never from the row the claim read:
+-- from the state row being updated (s in task_running), never from a row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
 -- run's executor lock. Returns the run and its task (and whether the lock was taken: false
@@ -57,10 +62,10 @@ WITH async_commit AS (
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
  RETURNING {run_fields:r}, {task_fields:t}
 ), task_running AS (
-    UPDATE tasks_app_task AS t
-       SET status = 'running', next_run_at = tasks_app_next_run_at(t, c.r_id, NULL)
-      FROM claimed AS c
-     WHERE t.id = c.r_task_id AND NOT t.paused
+    UPDATE tasks_app_taskstate AS s
+       SET status = 'running', next_run_at = tasks_app_next_run_at(t, s, c.r_id, NULL)
+      FROM claimed AS c JOIN tasks_app_task AS t ON t.id = c.r_task_id
+     WHERE s.task_id = c.r_task_id AND NOT t.paused AND s.status <> 'paused'
 )
 SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0))
   FROM claimed CROSS JOIN async_commit;
@@ -77,13 +82,13 @@ WITH finished AS (
      WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
  RETURNING task_id
 ), task_done AS (
-    UPDATE tasks_app_task AS t
-       SET status = tasks_app_status_after(t, 'completed'),
-           next_run_at = CASE WHEN t.paused THEN t.next_run_at
-                              ELSE tasks_app_next_run_at(t, NULL, NULL) END,
+    UPDATE tasks_app_taskstate AS s
+       SET status = tasks_app_status_after(t, s, 'completed'),
+           next_run_at = CASE WHEN t.paused OR s.status = 'paused' THEN s.next_run_at
+                              ELSE tasks_app_next_run_at(t, s, NULL, NULL) END,
            consecutive_failures = 0
-      FROM finished AS f
-     WHERE t.id = f.task_id
+      FROM finished AS f JOIN tasks_app_task AS t ON t.id = f.task_id
+     WHERE s.task_id = f.task_id
 )
 SELECT (SELECT count(*) FROM finished), pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0));
 
@@ -145,24 +150,27 @@ RETURNING task_id;
 -- name: task_after_run
 -- An unpaused task once one of its runs ended with run_status (failed, cancelled, expired,
 -- skipped...): status and next_run_at by the shared rules.
-UPDATE tasks_app_task AS t
-   SET status = tasks_app_status_after(t, %(run_status)s),
-       next_run_at = tasks_app_next_run_at(t, NULL, NULL)
- WHERE t.id = ANY(%(task_ids)s) AND NOT t.paused;
+UPDATE tasks_app_taskstate AS s
+   SET status = tasks_app_status_after(t, s, %(run_status)s),
+       next_run_at = tasks_app_next_run_at(t, s, NULL, NULL)
+  FROM tasks_app_task AS t
+ WHERE s.task_id = ANY(%(task_ids)s) AND t.id = s.task_id
+   AND NOT t.paused AND s.status <> 'paused';
 
 -- name: task_refresh_next_run
 -- The task's next_run_at after its runs were moved (a replanned schedule).
-UPDATE tasks_app_task AS t
-   SET next_run_at = tasks_app_next_run_at(t, NULL, NULL)
- WHERE t.id = %(task_id)s;
+UPDATE tasks_app_taskstate AS s
+   SET next_run_at = tasks_app_next_run_at(t, s, NULL, NULL)
+  FROM tasks_app_task AS t
+ WHERE s.task_id = %(task_id)s AND t.id = s.task_id;
 
 -- name: advance_tasks
 -- After a firing batch: each task's next fire, and how many fires it recorded.
-UPDATE tasks_app_task AS t
-   SET next_run_at = v.next_run_at, fire_count = t.fire_count + v.fired
+UPDATE tasks_app_taskstate AS s
+   SET next_run_at = v.next_run_at, fire_count = s.fire_count + v.fired
   FROM unnest(%(task_ids)s::varchar[], %(next_fires)s::timestamptz[], %(fired)s::integer[])
        AS v(id, next_run_at, fired)
- WHERE t.id = v.id;
+ WHERE s.task_id = v.id;
 
 -- name: prune_runs
 -- Retention (services.retention): deletes up to %(batch)s runs in status %(status)s due before

@@ -66,7 +66,7 @@ def test_task_page_shows_words_next_fires_status_and_last_runs(operator) -> None
     fires = re.findall(r"<li><span class='tasks-mono'>([^<]+)</span>", page)
     assert len(fires) == 5 and all("02:30:00" in f for f in fires)
     task.refresh_from_db()
-    assert f"{task.next_run_at:%Y-%m-%d %H:%M:%S} UTC" in page  # next run, in the state bar
+    assert f"{task.state.next_run_at:%Y-%m-%d %H:%M:%S} UTC" in page  # next run, in the state bar
     assert 'class="tasks-badge tasks-pending"' in page
     assert str(run.pk)[:8] in page and "tasks-badge tasks-failed" in page  # last runs inline
     for button in ("btn-run-now", "btn-pause", "btn-duplicate"):
@@ -174,7 +174,7 @@ def test_next_run_is_truthful_after_a_missed_fire_when_paused_and_on_demand(oper
         id="every-minute", action="noop", schedule_type="interval", interval_seconds=60
     )
     missed = now - timedelta(seconds=30)
-    task.next_run_at = missed
+    task.state.next_run_at = missed
     text = str(next_run_state(task, now=now))
     assert f"{missed:%Y-%m-%d %H:%M:%S} UTC" in text and "was missed" in text
     assert 'catch-up "skip" skips it' in text
@@ -197,13 +197,13 @@ def test_pause_button_requires_a_note_and_records_who_and_why(operator) -> None:
     assert not Task.objects.get(pk=task.pk).paused
     operator.post(url, {"note": "vendor API down until 15:00"})
     task.refresh_from_db()
-    assert task.paused and task.status == TaskStatus.PAUSED
+    assert task.paused and task.state.status == TaskStatus.PAUSED
     assert (task.pause_note, task.paused_by) == ("vendor API down until 15:00", "ops")
     page = operator.get(change_url(task)).content.decode()
     assert "vendor API down until 15:00" in page and 'id="btn-resume"' in page
     operator.post(reverse("admin:tasks_app_task_resume", args=[task.pk]))
     task.refresh_from_db()
-    assert not task.paused and task.status == TaskStatus.PENDING
+    assert not task.paused and task.state.status == TaskStatus.PENDING
     assert list(
         TaskAuditEntry.objects.filter(task_id=task.pk).values_list("event", flat=True)[:2]
     ) == ["resumed", "paused"]

@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
 from tasks_app import services
-from tasks_app.models import Task
+from tasks_app.models import Task, TaskState
 from tasks_app.validation import too_deep_at
 from tests.stored_rows import counts
 
@@ -326,7 +326,9 @@ def stored_row(task_id: str, **columns: object) -> Task:
     task = services.task_create(
         id=task_id, action="noop", schedule_type="interval", interval_seconds=60
     )
+    state = {name: columns.pop(name) for name in ["next_run_at"] if name in columns}
     Task.objects.filter(pk=task.pk).update(**columns)
+    TaskState.objects.filter(pk=task.pk).update(**state)
     return task
 
 

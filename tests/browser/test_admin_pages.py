@@ -201,7 +201,7 @@ def test_runs_to_the_second_in_a_list_that_fits_and_truthful_states(
     page.goto(f"{base}/admin/tasks_app/task/{LONG_ID}/change/")
     next_run = page.locator("#task-next-run time").inner_text()
     greet.refresh_from_db()
-    assert next_run == f"{greet.next_run_at:%Y-%m-%d %H:%M:%S} UTC"
+    assert next_run == f"{greet.state.next_run_at:%Y-%m-%d %H:%M:%S} UTC"
     # The local time is on hover (the browser runs in Europe/Paris).
     page.locator("#task-next-run time").hover()
     title = page.locator("#task-next-run time").get_attribute("title") or ""

@@ -62,7 +62,7 @@ def test_operator_creates_runs_watches_and_pauses_a_cron_task(
     task = Task.objects.get(pk="browser-cron")
     assert task.cron == "*/15 * * * *" and task.timezone == "Asia/Kolkata"
     next_run = page.locator("#task-next-run").inner_text()
-    assert next_run == f"{task.next_run_at:%Y-%m-%d %H:%M:%S} UTC"
+    assert next_run == f"{task.state.next_run_at:%Y-%m-%d %H:%M:%S} UTC"
     assert task.payload == {"message": MESSAGE}  # typed into the form built from the schema
     assert page.locator("#schedule-preview .tasks-fires li").count() == 5
 

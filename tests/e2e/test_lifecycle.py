@@ -26,7 +26,7 @@ def test_delayed_run_waits_then_completes_on_time(worker) -> None:
     assert run.status in (RunStatus.PENDING, RunStatus.QUEUED)
     assert finished(run) is None
     task.refresh_from_db()
-    assert task.status == TaskStatus.PENDING and task.next_run_at == run.due_at
+    assert task.state.status == TaskStatus.PENDING and task.state.next_run_at == run.due_at
 
     wait_until(lambda: finished(run), timeout=15, message="the delayed run to finish")
     assert run.status == RunStatus.COMPLETED
@@ -35,7 +35,7 @@ def test_delayed_run_waits_then_completes_on_time(worker) -> None:
     assert (run.started_at - run.due_at).total_seconds() < 1
     assert run.lateness_ms is not None and 0 <= run.lateness_ms < 1000
     task.refresh_from_db()
-    assert task.status == TaskStatus.COMPLETED and task.next_run_at is None
+    assert task.state.status == TaskStatus.COMPLETED and task.state.next_run_at is None
 
 
 def test_failing_action_records_error_and_traceback(worker) -> None:
@@ -46,7 +46,7 @@ def test_failing_action_records_error_and_traceback(worker) -> None:
     assert "disk full" in run.error
     assert "Traceback (most recent call last)" in run.error
     task.refresh_from_db()
-    assert task.status == TaskStatus.FAILED
+    assert task.state.status == TaskStatus.FAILED
 
 
 def test_interval_schedule_fires_on_time_once_per_instant(worker, beat_factory) -> None:
@@ -87,7 +87,7 @@ def test_pause_stops_fires_and_resume_starts_them_again(worker, beat_factory) ->
     count_at_pause = Run.objects.filter(task=task).count()
     wait_for_beat_after(paused_at + timedelta(seconds=3))  # three fires' worth of ticks
     assert Run.objects.filter(task=task).count() == count_at_pause
-    assert Task.objects.get(pk=task.pk).status == TaskStatus.PAUSED
+    assert Task.objects.get(pk=task.pk).state.status == TaskStatus.PAUSED
 
     services.task_resume(task=Task.objects.get(pk=task.pk), by="ops")
     wait_until(

@@ -106,7 +106,7 @@ def test_task_pauses_itself_after_three_consecutive_failures(worker, beat_factor
         task=task, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
     ).exists()
     services.task_resume(task=task, by="ops")
-    assert Task.objects.get(pk=task.pk).consecutive_failures == 0
+    assert Task.objects.get(pk=task.pk).state.consecutive_failures == 0
 
 
 def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
@@ -158,7 +158,7 @@ def test_max_runs_completes_the_task_after_exactly_three(worker, beat_factory) -
     )
     beat_factory()
     wait_until(
-        lambda: Task.objects.get(pk=task.pk).status == "completed",
+        lambda: Task.objects.get(pk=task.pk).state.status == "completed",
         timeout=20,
         message="the task to complete",
     )
@@ -166,4 +166,4 @@ def test_max_runs_completes_the_task_after_exactly_three(worker, beat_factory) -
     task.refresh_from_db()
     assert Run.objects.filter(task=task).count() == 3
     assert Run.objects.filter(task=task, status=RunStatus.COMPLETED).count() == 3
-    assert task.next_run_at is None and task.fire_count == 3
+    assert task.state.next_run_at is None and task.state.fire_count == 3

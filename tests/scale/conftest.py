@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from tasks_app.models import Run, Task, TaskStatus
+from tasks_app.models import Run, Task, TaskState, TaskStatus
 from tests.processes import Proc
 
 LEADER_LOG = "beat leadership acquired"
@@ -21,13 +21,16 @@ def bulk_interval_tasks(
             action="noop",
             schedule_type="interval",
             interval_seconds=every,
-            next_run_at=first + timedelta(microseconds=i),
-            status=TaskStatus.PENDING,
             **extra,
         )
         for i in range(count)
     ]
-    return Task.objects.bulk_create(tasks)
+    Task.objects.bulk_create(tasks)
+    states = list(TaskState.objects.filter(task__id__startswith=f"{prefix}-").order_by("task_id"))
+    for i, state in enumerate(states):
+        state.status, state.next_run_at = TaskStatus.PENDING, first + timedelta(microseconds=i)
+    TaskState.objects.bulk_update(states, ["status", "next_run_at"], batch_size=2000)
+    return tasks
 
 
 def leaders(*beats: Proc) -> list[Proc]:

@@ -10,7 +10,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.models import Run, RunStatus, Task
+from tasks_app.models import Run, RunStatus, Task, TaskState
 from tasks_app.recovery import ready_messages
 from tests.processes import delete_queue, wait_until
 from tests.scale.conftest import assert_unbroken, bulk_interval_tasks, fire_instants, leaders
@@ -41,11 +41,11 @@ def test_every_due_schedule_is_recorded_and_published_in_one_tick(private_queue)
     for task in Task.objects.filter(id__in=["batch-00000", "batch-02499"]):
         [run] = task.runs.all()
         assert run.scheduled_for == run.due_at == first + timedelta(microseconds=int(task.id[-5:]))
-        assert task.next_run_at == run.scheduled_for + timedelta(seconds=60)
-        assert task.fire_count == 1
+        assert task.state.next_run_at == run.scheduled_for + timedelta(seconds=60)
+        assert task.state.fire_count == 1
 
     # The same tick replayed (a restart that lost the advance, a second beat): nothing new.
-    Task.objects.filter(id__startswith="batch-").update(
+    TaskState.objects.filter(task__id__startswith="batch-").update(
         next_run_at=F("next_run_at") - timedelta(seconds=60)
     )
     assert services.schedule_fire_due(now=now, lookahead=timedelta(seconds=5)) == []

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.models import Run, RunStatus, Task, Trigger
+from tasks_app.models import Run, RunStatus, Task, TaskState, Trigger
 
 pytestmark = pytest.mark.django_db
 
@@ -55,7 +55,7 @@ def test_a_fire_still_inside_its_allowance_is_not_an_alarm() -> None:
 
 def test_beat_not_recording_fires_at_all_raises_the_alarm() -> None:
     task = watched_task()
-    Task.objects.filter(pk=task.pk).update(next_run_at=timezone.now() - timedelta(minutes=5))
+    TaskState.objects.filter(pk=task.pk).update(next_run_at=timezone.now() - timedelta(minutes=5))
     assert services.alarms_check(now=timezone.now()) == (1, 0)
 
 

@@ -32,7 +32,7 @@ def test_a_recurring_copy_keeps_every_field_and_starts_paused() -> None:
     )
     assert copy.jitter_seconds == 5
     stored = Task.objects.get(pk="report-copy")
-    assert stored.paused and stored.status == TaskStatus.PAUSED
+    assert stored.paused and stored.state.status == TaskStatus.PAUSED
     assert stored.pause_note == "Duplicate of report: review, then resume."
     assert stored.paused_by == "ops"
     # Nothing of the copy will fire while paused; the original is untouched.
@@ -48,7 +48,7 @@ def test_ids_count_up_and_an_explicit_id_is_used() -> None:
     named = services.task_duplicate(task=task, new_id="ping-eu")
     assert named.pk == "ping-eu"
     # An on-demand copy is ready at once.
-    assert not named.paused and named.status == TaskStatus.CREATED
+    assert not named.paused and named.state.status == TaskStatus.CREATED
 
 
 def test_a_taken_id_is_a_conflict_and_writes_nothing() -> None:

@@ -30,13 +30,13 @@ def every_10s(task_id: str, **policy: object) -> Task:
     task = services.task_create(
         id=task_id, action="noop", schedule_type="interval", interval_seconds=10, **policy
     )
-    assert task.next_run_at is not None
+    assert task.state.next_run_at is not None
     return task
 
 
 def test_catch_up_after_beat_was_down_for_five_fires() -> None:
     tasks = {c: every_10s(f"catchup-{c}", catchup=c) for c in ("skip", "latest", "all")}
-    start = min(t.next_run_at for t in tasks.values())
+    start = min(t.state.next_run_at for t in tasks.values())
     fire(start)  # beat records the first fire of each, then goes down
     first = {c: instants(t) for c, t in tasks.items()}
     assert all(len(v) == 1 for v in first.values())
@@ -51,18 +51,18 @@ def test_catch_up_after_beat_was_down_for_five_fires() -> None:
     assert replayed["all"] == [t0["all"] + timedelta(seconds=s) for s in (10, 20, 30, 40, 50)]
     for task in tasks.values():  # all continue on the grid after the downtime
         task.refresh_from_db()
-        assert task.next_run_at == instants(task)[0] + timedelta(seconds=60)
+        assert task.state.next_run_at == instants(task)[0] + timedelta(seconds=60)
 
 
 def test_max_runs_stops_after_exactly_three() -> None:
     task = every_10s("three-times", max_runs=3)
-    now = task.next_run_at
+    now = task.state.next_run_at
     for _ in range(6):
         fire(now)
         now += timedelta(seconds=10)
     task.refresh_from_db()
-    assert len(instants(task)) == 3 and task.fire_count == 3
-    assert task.next_run_at is None
+    assert len(instants(task)) == 3 and task.state.fire_count == 3
+    assert task.state.next_run_at is None
 
 
 def test_end_at_stops_and_start_at_delays_the_first_fire() -> None:
@@ -74,23 +74,23 @@ def test_end_at_stops_and_start_at_delays_the_first_fire() -> None:
         interval_seconds=10,
         start_at=now + timedelta(minutes=5),
     )
-    assert later.next_run_at == later.start_at  # an interval starts at start_at
+    assert later.state.next_run_at == later.start_at  # an interval starts at start_at
     fire(now + timedelta(minutes=1))
     assert instants(later) == []
 
     ending = every_10s("until-soon", end_at=now + timedelta(seconds=25))
-    clock = ending.next_run_at
+    clock = ending.state.next_run_at
     for _ in range(5):
         fire(clock)
         clock += timedelta(seconds=10)
     ending.refresh_from_db()
     assert all(i <= now + timedelta(seconds=25) for i in instants(ending))
-    assert len(instants(ending)) == 2 and ending.next_run_at is None
+    assert len(instants(ending)) == 2 and ending.state.next_run_at is None
 
 
 def test_jitter_shifts_due_time_but_keeps_the_instant() -> None:
     task = every_10s("jittery", jitter_seconds=5)
-    clock = task.next_run_at
+    clock = task.state.next_run_at
     for _ in range(5):
         fire(clock)
         clock += timedelta(seconds=10)
@@ -115,3 +115,19 @@ def test_policy_bounds_are_validated() -> None:
         )
     assert info.value.message_dict["end_at"] == ["must be after start_at"]
     assert "shorter than interval_seconds" in info.value.message_dict["jitter_seconds"][0]
+
+
+def test_an_edit_saved_from_a_copy_read_before_a_fire_keeps_that_fire_counted() -> None:
+    """A form or an API request reads the task, beat fires it meanwhile, then the edit is
+    saved: the fire stays counted (``max_runs`` holds) and the next fire stays advanced."""
+    task = every_10s("edited-while-firing", max_runs=2)
+    copy = Task.objects.get(pk=task.pk)
+    first = task.state.next_run_at
+    fire(first)
+    services.task_update(task=copy, data={"name": "renamed"})
+    task.refresh_from_db()
+    assert (task.name, task.state.fire_count) == ("renamed", 1)
+    assert task.state.next_run_at == first + timedelta(seconds=10)
+    fire(first + timedelta(seconds=10))
+    fire(first + timedelta(seconds=20))
+    assert instants(task) == [first, first + timedelta(seconds=10)]

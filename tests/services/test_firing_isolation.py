@@ -13,7 +13,7 @@ from django.db import connection
 from django.utils import timezone
 
 from tasks_app import selectors, services
-from tasks_app.models import Run, RunStatus, Task, Trigger
+from tasks_app.models import Run, RunStatus, Task, TaskState, Trigger
 
 pytestmark = pytest.mark.django_db
 LOOKAHEAD = timedelta(seconds=2)
@@ -54,7 +54,7 @@ def test_poisoned_tasks_are_flagged_and_the_others_fire() -> None:
     for task_id, (sql_set, _) in POISONS.items():
         every_10s(task_id)
         poison(task_id, sql_set)
-    now = max(Task.objects.values_list("next_run_at", flat=True))
+    now = max(TaskState.objects.values_list("next_run_at", flat=True))
 
     # A small batch so the unreadable row sits in a batch with good ones.
     services.schedule_fire_due(now=now, lookahead=LOOKAHEAD, batch=16)
@@ -82,15 +82,15 @@ def test_poisoned_tasks_are_flagged_and_the_others_fire() -> None:
 def test_an_edit_through_the_services_clears_the_flag_and_the_task_fires_again() -> None:
     task = every_10s("bad-cron")
     poison(task.id, "schedule_type = 'cron', cron = '61 * * * *'")
-    services.schedule_fire_due(now=task.next_run_at, lookahead=LOOKAHEAD)
+    services.schedule_fire_due(now=task.state.next_run_at, lookahead=LOOKAHEAD)
     task.refresh_from_db()
     assert task.schedule_error and task.alarm_since is not None
 
     task = services.task_update(task=task, data={"cron": "* * * * *"})
     task.refresh_from_db()
     assert task.schedule_error == "" and task.alarm_since is None and task.alarm_note == ""
-    assert task.next_run_at is not None
-    services.schedule_fire_due(now=task.next_run_at, lookahead=LOOKAHEAD)
+    assert task.state.next_run_at is not None
+    services.schedule_fire_due(now=task.state.next_run_at, lookahead=LOOKAHEAD)
     assert fired(task.id) == 1
 
 
@@ -116,7 +116,7 @@ def test_a_run_whose_queue_the_broker_refuses_fails_with_the_reason_and_others_g
     refused = statuses[runs[1].id]
     assert "the broker refused the run's message" in refused.error
     assert "ACCESS_REFUSED" in refused.error
-    assert Task.objects.get(pk=bad.pk).status == "failed"
+    assert Task.objects.get(pk=bad.pk).state.status == "failed"
     # Nothing left to retry: the next pass sends nothing and logs nothing about it.
     assert services.release_due_runs(now=now) == 0
     assert good.pk == "fine"

@@ -5,7 +5,7 @@ import pytest
 from django.db import connection
 
 from tasks_app import services
-from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
+from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +17,7 @@ def schedule(task: Task, seconds: float) -> Run:
 
 def test_delayed_runs_set_the_task_pending_with_its_earliest_run() -> None:
     task = services.task_create(id="report", action="noop")
-    assert task.status == TaskStatus.CREATED
+    assert task.state.status == TaskStatus.CREATED
     later = schedule(task, 600)
     stored = Run.objects.get(pk=later.pk)
     assert (stored.status, stored.trigger, stored.due_at) == (
@@ -26,23 +26,23 @@ def test_delayed_runs_set_the_task_pending_with_its_earliest_run() -> None:
         later.due_at,
     )
     task.refresh_from_db()
-    assert (task.status, task.next_run_at) == (TaskStatus.PENDING, later.due_at)
+    assert (task.state.status, task.state.next_run_at) == (TaskStatus.PENDING, later.due_at)
 
     sooner = schedule(task, 300)
     task.refresh_from_db()
-    assert task.next_run_at == sooner.due_at
+    assert task.state.next_run_at == sooner.due_at
     schedule(task, 900)
     task.refresh_from_db()
-    assert task.next_run_at == sooner.due_at
+    assert task.state.next_run_at == sooner.due_at
     assert task.runs.filter(status=RunStatus.PENDING).count() == 3
 
 
 def test_a_running_task_stays_running() -> None:
     task = services.task_create(id="report", action="noop")
-    Task.objects.filter(pk=task.pk).update(status=TaskStatus.RUNNING)
+    TaskState.objects.filter(pk=task.pk).update(status=TaskStatus.RUNNING)
     run = schedule(task, 600)
     task.refresh_from_db()
-    assert (task.status, task.next_run_at) == (TaskStatus.RUNNING, run.due_at)
+    assert (task.state.status, task.state.next_run_at) == (TaskStatus.RUNNING, run.due_at)
 
 
 def test_a_paused_task_stays_paused_and_shows_the_held_run() -> None:
@@ -50,18 +50,22 @@ def test_a_paused_task_stays_paused_and_shows_the_held_run() -> None:
     services.task_pause(task=task, note="maintenance", by="ops")
     run = schedule(task, 600)
     task.refresh_from_db()
-    assert (task.status, task.paused, task.next_run_at) == (TaskStatus.PAUSED, True, run.due_at)
+    assert (task.state.status, task.paused, task.state.next_run_at) == (
+        TaskStatus.PAUSED,
+        True,
+        run.due_at,
+    )
 
 
 def test_a_recurring_task_keeps_its_planned_fire() -> None:
     task = services.task_create(
         id="heartbeat", action="noop", schedule_type="interval", interval_seconds=3600
     )
-    planned = task.next_run_at
+    planned = task.state.next_run_at
     assert planned is not None
     services.task_schedule_once(task=task, delay_seconds=60)
     task.refresh_from_db()
-    assert task.next_run_at == planned
+    assert task.state.next_run_at == planned
     assert task.runs.filter(trigger=Trigger.DELAY, status=RunStatus.PENDING).count() == 1
 
 

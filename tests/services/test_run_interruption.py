@@ -56,7 +56,7 @@ def test_an_interruption_is_not_counted_against_max_retries() -> None:
     services.run_fail(run=Run.objects.select_related("task").get(pk=second.pk), error="boom")
     assert Run.objects.get(pk=second.pk).status == RunStatus.FAILED
     assert len(attempts(run)) == 2
-    assert Task.objects.get(pk=task.pk).status == TaskStatus.FAILED
+    assert Task.objects.get(pk=task.pk).state.status == TaskStatus.FAILED
 
 
 def test_retries_are_counted_without_the_interrupted_attempts() -> None:
@@ -97,7 +97,7 @@ def test_past_tasks_max_interruptions_the_run_fails_as_a_poison_pill() -> None:
     assert chain[-1].error == "interrupted 3 times (TASKS_MAX_INTERRUPTIONS is 2); last: kill 3"
     # Failed for good although max_retries 5 remain: no fourth attempt.
     stored = Task.objects.get(pk=task.pk)
-    assert stored.status == TaskStatus.FAILED and stored.consecutive_failures == 1
+    assert stored.state.status == TaskStatus.FAILED and stored.state.consecutive_failures == 1
 
 
 def test_two_processes_interrupting_one_run_make_one_new_attempt() -> None:

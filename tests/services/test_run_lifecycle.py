@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
+from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
 
 pytestmark = pytest.mark.django_db
 
@@ -34,7 +34,7 @@ def test_claim_starts_a_queued_run_once_and_marks_the_task_running() -> None:
     stored = Run.objects.get(pk=run.pk)
     assert stored.worker == "w1@host" and stored.started_at is not None
     assert stored.lateness_ms is not None and stored.lateness_ms >= 250
-    assert Task.objects.get(pk=task.pk).status == TaskStatus.RUNNING
+    assert Task.objects.get(pk=task.pk).state.status == TaskStatus.RUNNING
     # The same message delivered again (or a second worker) changes nothing.
     assert services.run_claim(run_id=str(run.id), worker="w2@host") is None
     assert Run.objects.get(pk=run.pk).worker == "w1@host"
@@ -54,7 +54,7 @@ def test_claim_past_the_deadline_expires_the_run_with_its_deadline_in_the_error(
     assert stored.status == RunStatus.EXPIRED
     stamp = deadline.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert stored.error == f"expired: could not start by {stamp}"
-    assert Task.objects.get(pk=task.pk).status == TaskStatus.FAILED
+    assert Task.objects.get(pk=task.pk).state.status == TaskStatus.FAILED
 
 
 def test_a_paused_task_holds_delayed_runs_skips_fires_and_runs_what_a_person_asked_for() -> None:
@@ -71,7 +71,7 @@ def test_a_paused_task_holds_delayed_runs_skips_fires_and_runs_what_a_person_ask
     assert statuses[delayed.id] == RunStatus.PENDING
     assert statuses[fire.id] == RunStatus.SKIPPED
     assert statuses[manual.id] == RunStatus.RUNNING
-    assert Task.objects.get(pk=task.pk).status == TaskStatus.PAUSED
+    assert Task.objects.get(pk=task.pk).state.status == TaskStatus.PAUSED
 
 
 def test_complete_records_the_output_and_shows_the_next_waiting_run() -> None:
@@ -79,12 +79,12 @@ def test_complete_records_the_output_and_shows_the_next_waiting_run() -> None:
     run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert run is not None
     later = services.task_schedule_once(task=task, delay_seconds=600)
-    Task.objects.filter(pk=task.pk).update(consecutive_failures=2)
+    TaskState.objects.filter(pk=task.pk).update(consecutive_failures=2)
     services.run_complete(run=run, output="hi", result={"n": 1})
     stored = Run.objects.get(pk=run.pk)
     assert (stored.status, stored.output, stored.result) == (RunStatus.COMPLETED, "hi", {"n": 1})
     task.refresh_from_db()
-    assert (task.status, task.next_run_at, task.consecutive_failures) == (
+    assert (task.state.status, task.state.next_run_at, task.state.consecutive_failures) == (
         TaskStatus.COMPLETED,
         later.due_at,
         0,
@@ -125,7 +125,7 @@ def test_failure_is_retried_while_retries_remain_then_fails_the_task() -> None:
     assert Run.objects.get(pk=retry.pk).status == RunStatus.FAILED
     assert Run.objects.filter(task=task).count() == 2
     task.refresh_from_db()
-    assert (task.status, task.consecutive_failures) == (TaskStatus.FAILED, 1)
+    assert (task.state.status, task.state.consecutive_failures) == (TaskStatus.FAILED, 1)
 
 
 def test_cancel_stops_a_waiting_run_but_not_a_running_one() -> None:
@@ -134,7 +134,7 @@ def test_cancel_stops_a_waiting_run_but_not_a_running_one() -> None:
     services.run_cancel(run=waiting)
     assert Run.objects.get(pk=waiting.pk).status == RunStatus.CANCELLED
     task.refresh_from_db()
-    assert (task.status, task.next_run_at) == (TaskStatus.CANCELLED, None)
+    assert (task.state.status, task.state.next_run_at) == (TaskStatus.CANCELLED, None)
 
     running = services.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert running is not None
@@ -161,7 +161,8 @@ def test_a_claim_racing_beat_keeps_the_next_fire_beat_wrote() -> None:
     params = connection.get_connection_params()
     with psycopg.connect(**params) as beat:  # a transaction of its own, as beat's tick
         beat.execute(
-            "UPDATE tasks_app_task SET next_run_at = %s WHERE id = %s", [advanced, task.pk]
+            "UPDATE tasks_app_taskstate SET next_run_at = %s WHERE task_id = %s",
+            [advanced, task.pk],
         )
         claimed: list[Run | None] = []
 
@@ -174,12 +175,12 @@ def test_a_claim_racing_beat_keeps_the_next_fire_beat_wrote() -> None:
         claimer = threading.Thread(target=claim)
         claimer.start()
         claimer.join(timeout=1)
-        assert claimer.is_alive()  # waiting for the task's row, held by "beat"
+        assert claimer.is_alive()  # waiting for the task's state row, held by "beat"
         beat.commit()
     claimer.join(timeout=10)
     assert claimed and claimed[0] is not None
     task.refresh_from_db()
-    assert (task.status, task.next_run_at) == (TaskStatus.RUNNING, advanced)
+    assert (task.state.status, task.state.next_run_at) == (TaskStatus.RUNNING, advanced)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -44,7 +44,7 @@ def test_overdue_waiting_runs_expire_in_batches_and_their_task_fails() -> None:
     assert Run.objects.get(pk=fresh.pk).status == RunStatus.PENDING
     task.refresh_from_db()
     # The fresh run still waits: the task shows it.
-    assert task.next_run_at == fresh.due_at
+    assert task.state.next_run_at == fresh.due_at
 
 
 @override_settings(TASKS_STALL_SECONDS=60)
@@ -72,7 +72,7 @@ def test_a_run_whose_lease_lapsed_is_interrupted_and_one_past_its_limit_fails() 
     stored = Run.objects.get(pk=timed_out.pk)
     assert stored.status == RunStatus.FAILED
     assert stored.error.startswith("timed out after 60 s")
-    assert Task.objects.get(pk=slow_task.pk).status == TaskStatus.FAILED
+    assert Task.objects.get(pk=slow_task.pk).state.status == TaskStatus.FAILED
     assert Run.objects.get(pk=alive.pk).status == RunStatus.RUNNING
 
 

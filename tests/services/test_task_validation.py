@@ -98,7 +98,7 @@ def test_recurring_task_owns_one_beat_entry_kept_in_step() -> None:
         "1-5",
         "Europe/Berlin",
     )
-    assert task.status == TaskStatus.PENDING and task.next_run_at is not None
+    assert task.state.status == TaskStatus.PENDING and task.state.next_run_at is not None
 
     services.task_pause(task=task, note="holiday", by="ops")
     entry.refresh_from_db()

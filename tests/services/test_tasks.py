@@ -42,12 +42,13 @@ def test_backfill_of_an_interval_stays_on_the_schedule_grid() -> None:
     task = services.task_create(
         id="every-15m", action="noop", schedule_type="interval", interval_seconds=900
     )
-    assert task.next_run_at is not None
-    end = task.next_run_at - timedelta(hours=2)
+    assert task.state.next_run_at is not None
+    end = task.state.next_run_at - timedelta(hours=2)
     runs = services.task_backfill(task=task, start=end - timedelta(hours=1), end=end)
     assert len(runs) == 4
     assert all(
-        (task.next_run_at - r.scheduled_for) % timedelta(seconds=900) == timedelta(0) for r in runs
+        (task.state.next_run_at - r.scheduled_for) % timedelta(seconds=900) == timedelta(0)
+        for r in runs
     )
 
 

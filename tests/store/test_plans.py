@@ -107,7 +107,9 @@ def test_a_runs_task_is_found_by_primary_key_in_a_small_task_table(name: str) ->
             ["queued", 3000],
         )
         cur.execute("ANALYZE tasks_app_task")
+        cur.execute("ANALYZE tasks_app_taskstate")
         cur.execute("ANALYZE tasks_app_run")
     plan = _generic_plan(name)
     assert '"Relation Name": "tasks_app_task"' in plan
+    assert '"Relation Name": "tasks_app_taskstate"' in plan
     assert "Seq Scan" not in plan, plan

@@ -33,7 +33,7 @@ def test_templates_expand_to_the_models_columns() -> None:
     for field in store.RUN_FIELDS:
         assert f'"{field.column}"' in create and f"%({field.column})s" in create
     claim = store.queries()["claim_run"]
-    assert 'r."id" AS "r_id"' in claim and 't."next_run_at" AS "t_next_run_at"' in claim
+    assert 'r."id" AS "r_id"' in claim and 't."action" AS "t_action"' in claim
 
 
 def test_parse_splits_named_blocks_and_drops_comments() -> None:

@@ -453,8 +453,8 @@ class Command(BaseCommand):
                 t.name or "-",
                 t.action,
                 schedule_text(t),
-                t.status,
-                relative(t.next_run_at, self.now),
+                t.state.status,
+                relative(t.state.next_run_at, self.now),
             ]
             for t in tasks
         ]
@@ -472,7 +472,7 @@ class Command(BaseCommand):
             ("action", task.action),
             ("payload", json.dumps(task.payload)),
             ("schedule", schedule_text(task)),
-            ("status", task.status),
+            ("status", task.state.status),
             *(
                 [
                     (
@@ -491,8 +491,8 @@ class Command(BaseCommand):
             ),
             (
                 "next run",
-                f"{relative(task.next_run_at, self.now)}"
-                f"{' (' + task.next_run_at.isoformat() + ')' if task.next_run_at else ''}",
+                f"{relative(task.state.next_run_at, self.now)}"
+                f"{' (' + task.state.next_run_at.isoformat() + ')' if task.state.next_run_at else ''}",
             ),
             ("queue / priority", f"{task.queue} / {task.priority}"),
             ("retries", f"{task.max_retries}, backoff {task.retry_backoff_seconds} s"),
@@ -533,7 +533,7 @@ class Command(BaseCommand):
             task = services.task_update(task=task, data=self.recurring(o), by=self.by)
             self.out(
                 TaskOutputSerializer(task).data,
-                f"task {task.id}: {schedule_text(task)}, next fire {relative(task.next_run_at, self.now)}",
+                f"task {task.id}: {schedule_text(task)}, next fire {relative(task.state.next_run_at, self.now)}",
             )
             return
         run = services.task_schedule_once(
@@ -557,7 +557,7 @@ class Command(BaseCommand):
         task = services.task_resume(task=task, by=self.by)
         self.out(
             TaskOutputSerializer(task).data,
-            f"resumed task {task.id}; next run {relative(task.next_run_at, self.now)}",
+            f"resumed task {task.id}; next run {relative(task.state.next_run_at, self.now)}",
         )
 
     def do_runs(self, o: dict[str, Any]) -> None:
