@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,10 @@ import redis
 
 from bench import common
 
-SIZES = {"full": {"runs": 6_000, "rounds": 3}, "quick": {"runs": 1_500, "rounds": 1}}
+SIZES = {
+    "full": {"runs": 6_000, "rounds": 3, "in_process_runs": 3_000},
+    "quick": {"runs": 1_500, "rounds": 1, "in_process_runs": 1_000},
+}
 # Procrastinate's latest 3.x, with the psycopg and redis clients the project itself pins.
 PROCRASTINATE_PINS = ["procrastinate==3.10.0", "psycopg[binary]==3.3.9", "redis==8.1.0"]
 PROCRASTINATE_VENV = common.ROOT / "var" / "bench-venvs" / "procrastinate"
@@ -87,6 +91,92 @@ def measure_ours(n: int) -> dict[str, Any]:
         "span_s": round(span, 2) if span else None,
         "runs_per_s": round((completed - 1) / span, 1) if span else None,
     }
+
+
+def measure_in_process(n: int) -> dict[str, Any]:
+    """Without Celery: one process executes ``n`` queued runs one after another as a pool
+    process does (claim, the no-op action, completion: ``services.run_execute``), then makes
+    the floor's two one-row ``UPDATE``s (``bench.anchor_app.raw_two_writes``) ``n`` times on a
+    connection of its own. Per run: wall time, this process's CPU and its Postgres backend's
+    CPU (``/proc``; ``None`` when Postgres runs elsewhere). What the lifecycle's statements
+    cost, apart from the broker and the pool, which the rows above include."""
+    import logging
+
+    import psycopg
+    from django.db import connection
+
+    from bench import anchor_app
+    from tasks_app import services
+    from tasks_app.models import Run
+
+    common.reset_tables()
+    tasks = common.create_tasks("inproc", 200)
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO tasks_app_run (id, task_id, trigger, status, attempt, scheduled_for,
+                   due_at, queued_at, created_at, worker, output, truncated, error)
+               SELECT gen_random_uuid(), (%s::text[])[1 + (g %% %s)], 'api', 'queued', 1,
+                      now(), now(), now(), now(), '', '', false, ''
+               FROM generate_series(1, %s) AS g""",
+            [tasks, len(tasks), n],
+        )
+    common.vacuum("tasks_app_run", "tasks_app_task", "tasks_app_taskstate")
+    ids = [str(i) for i in Run.objects.order_by("?").values_list("id", flat=True)]
+    _reset_floor_table(anchor_app.FLOOR_ROWS)
+
+    def ours(i: int) -> None:
+        services.run_execute(run_id=ids[i], worker="bench-inprocess")
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_backend_pid()")
+        ours_backend = cur.fetchone()[0]
+    logging.disable(logging.INFO)  # a worker's two lines per run would flood the bench log
+    try:
+        result = {"ours": _per_run(ours, n, ours_backend)}
+    finally:
+        logging.disable(logging.NOTSET)
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as pg:
+
+        def floor(i: int) -> None:
+            slot = [i % anchor_app.FLOOR_ROWS]
+            pg.execute(
+                "UPDATE bench_floor SET started = started + 1 WHERE id = %s", slot, prepare=True
+            )
+            pg.execute(
+                "UPDATE bench_floor SET finished = finished + 1 WHERE id = %s", slot, prepare=True
+            )
+
+        result["floor"] = _per_run(floor, n, pg.info.backend_pid)
+    common.reset_tables()
+    return result
+
+
+def _per_run(step: Callable[[int], None], n: int, backend_pid: int) -> dict[str, Any]:
+    """``step(0)`` (warm-up), then ``step(1..n-1)``: ms per step of wall time, this
+    process's CPU and the Postgres backend's CPU."""
+    step(0)
+    wall, cpu, backend = time.perf_counter(), time.process_time(), _backend_cpu(backend_pid)
+    for i in range(1, n):
+        step(i)
+    after = _backend_cpu(backend_pid)
+    per = 1000 / (n - 1)
+    return {
+        "runs": n - 1,
+        "wall_ms": round((time.perf_counter() - wall) * per, 3),
+        "client_cpu_ms": round((time.process_time() - cpu) * per, 3),
+        "postgres_cpu_ms": None
+        if backend is None or after is None
+        else round((after - backend) * per, 3),
+    }
+
+
+def _backend_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of process ``pid`` so far; ``None`` if not on this host."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # Our delivery settings (project/settings.py), for the extra anchor row: the same no-op task
@@ -272,6 +362,8 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
     floor = measure_raw(n, kind="floor")
     results = measure_raw(n, kind="results")
     procrastinate = [measure_procrastinate(n, concurrency=c) for c in PROCRASTINATE_CONCURRENCY]
+    # Three alternating rounds of the in-process pair as well; the median of each.
+    in_process = [measure_in_process(size["in_process_runs"]) for _ in range(size["rounds"])]
     best = max(procrastinate, key=lambda r: r["tasks_per_s"] or 0)
     return {
         "scenario": "execution_throughput",
@@ -294,6 +386,13 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             **results,
             "settings": "Celery defaults + result_backend django-db, task_track_started, "
             "result_extended",
+        },
+        "extra_in_process": {
+            "ours": _median_round([r["ours"] for r in in_process], "wall_ms"),
+            "floor": _median_round([r["floor"] for r in in_process], "wall_ms"),
+            "rounds": in_process,
+            "settings": "one process, no broker: services.run_execute per run against the "
+            "floor's two one-row UPDATEs; per run, median of the rounds by wall time",
         },
         "anchor_procrastinate": {
             **best,

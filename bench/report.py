@@ -198,6 +198,16 @@ def write(results: Path) -> Path:
             f"Ratios: {ex['ratios']} (targets {ex.get('targets')}). Release published "
             f"{ex['ours']['publish_per_s']} runs/s.",
             "",
+            *(
+                [
+                    "In one process without Celery (median of the rounds, ms per run): ours "
+                    f"{ex['extra_in_process']['ours']}, the floor's two writes "
+                    f"{ex['extra_in_process']['floor']}.",
+                    "",
+                ]
+                if "extra_in_process" in ex
+                else []
+            ),
         ]
         if "anchor_procrastinate" in ex:
             by = ", ".join(
