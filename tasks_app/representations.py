@@ -35,10 +35,16 @@ class TaskOutputSerializer(serializers.ModelSerializer):
         models.JSONField: JSONObjectField,
     }
     # The task's state row (``TaskState``), shown as the task's own fields.
-    status = serializers.ChoiceField(source="state.status", choices=TaskStatus.choices)
-    next_run_at = serializers.DateTimeField(source="state.next_run_at", allow_null=True)
-    fire_count = serializers.IntegerField(source="state.fire_count")
-    consecutive_failures = serializers.IntegerField(source="state.consecutive_failures")
+    status = serializers.ChoiceField(
+        source="state.status", choices=TaskStatus.choices, read_only=True
+    )
+    next_run_at = serializers.DateTimeField(
+        source="state.next_run_at", allow_null=True, read_only=True
+    )
+    fire_count = serializers.IntegerField(source="state.fire_count", read_only=True)
+    consecutive_failures = serializers.IntegerField(
+        source="state.consecutive_failures", read_only=True
+    )
 
     class Meta:
         model = Task
