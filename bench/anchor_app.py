@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import redis
 from celery import Celery
@@ -87,8 +88,12 @@ def raw_two_writes(slot: int) -> None:
 
         _pg = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
     started = time.time()
-    _pg.execute("UPDATE bench_floor SET started = started + 1 WHERE id = %s", [slot], prepare=True)
-    _pg.execute(
-        "UPDATE bench_floor SET finished = finished + 1 WHERE id = %s", [slot], prepare=True
-    )
+    two_writes(_pg, slot)
     store().rpush(RESULTS_KEY, f"{started:.6f}")
+
+
+def two_writes(pg: Any, slot: int) -> None:
+    """The floor's record of one task: its start and its end, two one-row ``UPDATE``s on
+    ``pg`` (autocommitted, prepared). Also run in one process by ``bench.execution``."""
+    pg.execute("UPDATE bench_floor SET started = started + 1 WHERE id = %s", [slot], prepare=True)
+    pg.execute("UPDATE bench_floor SET finished = finished + 1 WHERE id = %s", [slot], prepare=True)

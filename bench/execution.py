@@ -47,27 +47,13 @@ PROCRASTINATE_CONCURRENCY = (1, 4, 16)
 
 def measure_ours(n: int) -> dict[str, Any]:
     from celery import current_app
-    from django.db import connection
     from django.db.models import Max, Min
 
     from project import queues
     from tasks_app import services
     from tasks_app.models import Run, RunStatus
 
-    common.reset_tables()
-    tasks = common.create_tasks("exec", 200)
-    with connection.cursor() as cur:
-        cur.execute(
-            """INSERT INTO tasks_app_run (id, task_id, trigger, status, attempt, scheduled_for,
-                   due_at, created_at, worker, output, truncated, error)
-               SELECT gen_random_uuid(), (%s::text[])[1 + (g %% %s)], 'api', 'pending', 1,
-                      now(), now(), now(), '', '', false, ''
-               FROM generate_series(1, %s) AS g""",
-            [tasks, len(tasks), n],
-        )
-    # Statistics of what was just loaded, as a deployment's tables have them (the previous
-    # round's would otherwise steer the plans).
-    common.vacuum("tasks_app_run", "tasks_app_task")
+    _load_runs("exec", n, status="pending")
     # The queue is declared as the worker declares it, and the whole backlog published before
     # the worker starts, as for every anchor: the span holds execution only.
     queues.check(current_app, [common.QUEUE])
@@ -93,6 +79,28 @@ def measure_ours(n: int) -> dict[str, Any]:
     }
 
 
+def _load_runs(prefix: str, n: int, *, status: str) -> None:
+    """Empty tables, 200 no-op tasks and ``n`` runs of theirs due now in ``status``
+    (``pending``, or ``queued`` as if released), with fresh statistics."""
+    from django.db import connection
+
+    common.reset_tables()
+    tasks = common.create_tasks(prefix, 200)
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO tasks_app_run (id, task_id, trigger, status, attempt, scheduled_for,
+                   due_at, queued_at, created_at, worker, output, truncated, error)
+               SELECT gen_random_uuid(), (%s::text[])[1 + (g %% %s)], 'api', %s, 1,
+                      now(), now(), CASE WHEN %s = 'queued' THEN now() END, now(),
+                      '', '', false, ''
+               FROM generate_series(1, %s) AS g""",
+            [tasks, len(tasks), status, status, n],
+        )
+    # Statistics of what was just loaded, as a deployment's tables have them (the previous
+    # round's would otherwise steer the plans).
+    common.vacuum("tasks_app_run", "tasks_app_task", "tasks_app_taskstate")
+
+
 def measure_in_process(n: int) -> dict[str, Any]:
     """Without Celery: one process executes ``n`` queued runs one after another as a pool
     process does (claim, the no-op action, completion: ``services.run_execute``), then makes
@@ -109,18 +117,7 @@ def measure_in_process(n: int) -> dict[str, Any]:
     from tasks_app import services
     from tasks_app.models import Run
 
-    common.reset_tables()
-    tasks = common.create_tasks("inproc", 200)
-    with connection.cursor() as cur:
-        cur.execute(
-            """INSERT INTO tasks_app_run (id, task_id, trigger, status, attempt, scheduled_for,
-                   due_at, queued_at, created_at, worker, output, truncated, error)
-               SELECT gen_random_uuid(), (%s::text[])[1 + (g %% %s)], 'api', 'queued', 1,
-                      now(), now(), now(), now(), '', '', false, ''
-               FROM generate_series(1, %s) AS g""",
-            [tasks, len(tasks), n],
-        )
-    common.vacuum("tasks_app_run", "tasks_app_task", "tasks_app_taskstate")
+    _load_runs("inproc", n, status="queued")
     ids = [str(i) for i in Run.objects.order_by("?").values_list("id", flat=True)]
     _reset_floor_table(anchor_app.FLOOR_ROWS)
 
@@ -138,13 +135,7 @@ def measure_in_process(n: int) -> dict[str, Any]:
     with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as pg:
 
         def floor(i: int) -> None:
-            slot = [i % anchor_app.FLOOR_ROWS]
-            pg.execute(
-                "UPDATE bench_floor SET started = started + 1 WHERE id = %s", slot, prepare=True
-            )
-            pg.execute(
-                "UPDATE bench_floor SET finished = finished + 1 WHERE id = %s", slot, prepare=True
-            )
+            anchor_app.two_writes(pg, i % anchor_app.FLOOR_ROWS)
 
         result["floor"] = _per_run(floor, n, pg.info.backend_pid)
     common.reset_tables()
