@@ -127,7 +127,8 @@ UPDATE tasks_app_run AS r
    SET status = 'expired', finished_at = %(now)s,
        error = 'expired: could not start by '
                || to_char(r.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
- WHERE r.id = ANY(%(run_ids)s) AND r.status IN ('pending', 'queued')
+ WHERE r.id = ANY(%(run_ids)s)
+   AND (r.status IS NOT DISTINCT FROM 'pending' OR r.status IS NOT DISTINCT FROM 'queued')
    AND r.expires_at < %(now)s
 RETURNING r.task_id;
 
@@ -144,7 +145,8 @@ RETURNING r.task_id;
 -- pending/queued -> cancelled. Returns the run's task id, or nothing if it had started.
 UPDATE tasks_app_run
    SET status = 'cancelled', finished_at = %(now)s
- WHERE id = %(run_id)s AND status IN ('pending', 'queued')
+ WHERE id = %(run_id)s
+   AND (status IS NOT DISTINCT FROM 'pending' OR status IS NOT DISTINCT FROM 'queued')
 RETURNING task_id;
 
 -- name: task_after_run

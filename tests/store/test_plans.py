@@ -44,11 +44,14 @@ TYPES = {
         "run_id": "uuid",
         "executor": "boolean",
     },
+    "cancel_run": {"now": "timestamptz", "run_id": "uuid"},
+    "expire_runs": {"now": "timestamptz", "run_ids": "uuid[]"},
 }
 ARGS = {
     "timestamptz": "now()",
     "text": "'x'",
     "uuid": "'00000000-0000-0000-0000-000000000001'",
+    "uuid[]": "'{00000000-0000-0000-0000-000000000001}'",
     "text[]": "'{manual}'",
     "boolean": "false",
     "jsonb": "NULL",
