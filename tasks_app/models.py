@@ -8,6 +8,7 @@ side effects in ``save()``. The vocabularies (statuses, triggers, policies) are 
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.core.validators import RegexValidator
@@ -309,6 +310,25 @@ class Run(models.Model):
         if self.started_at and self.finished_at:
             return round((self.finished_at - self.started_at).total_seconds() * 1000)
         return None
+
+
+class Still(models.Lookup):  # type: ignore[type-arg]
+    """``Run.objects.filter(pk=…, status__still="queued")``: the guard of a conditional
+    update on a run named by key, as ``IS NOT DISTINCT FROM`` (tasks_app/store/queries.sql
+    says why). With ``status = 'queued'``, statistics that say queued or pending runs are
+    rare let the planner match the partial indexes of waiting runs (``run_pending_due_idx``,
+    ``run_task_waiting_idx``) and walk every waiting run for one row
+    (tests/store/test_plans.py); this form it cannot match, so the row is found by key."""
+
+    lookup_name = "still"
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        lhs, lhs_params = self.process_lhs(compiler, connection)
+        rhs, rhs_params = self.process_rhs(compiler, connection)
+        return f"{lhs} IS NOT DISTINCT FROM {rhs}", [*lhs_params, *rhs_params]
+
+
+Run._meta.get_field("status").register_lookup(Still)
 
 
 class RunTally(models.Model):

@@ -191,11 +191,11 @@ def _hold_for_pause(run: Run, *, now: datetime) -> None:
     """A message for a paused task's run arrived: a schedule fire is skipped (pausing stops
     fires), a delayed run goes back to ``pending`` until the task is resumed."""
     if run.trigger == Trigger.SCHEDULE:
-        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        Run.objects.filter(pk=run.pk, status__still=RunStatus.QUEUED).update(
             status=RunStatus.SKIPPED, finished_at=now, error="skipped: task paused"
         )
     else:
-        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        Run.objects.filter(pk=run.pk, status__still=RunStatus.QUEUED).update(
             status=RunStatus.PENDING, queued_at=None
         )
     log.info("run %s held: task %s is paused", run.id, run.task_id)
@@ -221,12 +221,12 @@ def _overlap_allows(run: Run, *, now: datetime) -> bool:
         status__in=[RunStatus.PENDING, RunStatus.QUEUED], due_at__lt=run.due_at
     ).exists()
     if run.task.overlap_policy == OverlapPolicy.BUFFER_ONE and not waiting:
-        Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+        Run.objects.filter(pk=run.pk, status__still=RunStatus.QUEUED).update(
             status=RunStatus.PENDING, queued_at=None
         )
         log.info("run %s waits for run %s to finish (overlap buffer_one)", run.id, busy)
         return False
-    Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED).update(
+    Run.objects.filter(pk=run.pk, status__still=RunStatus.QUEUED).update(
         status=RunStatus.SKIPPED,
         finished_at=now,
         error=f"skipped: run {busy} was still running (overlap {run.task.overlap_policy})",
@@ -345,7 +345,11 @@ def run_lost(*, run_id: str, error: str, executor: bool = False) -> Run | None:
 
     ``None`` if the run is not running any more (its outcome was already recorded).
     """
-    run = Run.objects.select_related("task").filter(pk=run_id, status=RunStatus.RUNNING).first()
+    run = (
+        Run.objects.select_related("task")
+        .filter(pk=run_id, status__still=RunStatus.RUNNING)
+        .first()
+    )
     if run is None:
         return None
     return run_fail(run=run, error=error, retryable=True, executor=executor)

@@ -25,7 +25,7 @@ def run_renew_leases(*, run_ids: Iterable[Any], now: datetime) -> int:
     ids = list(run_ids)
     if not ids:
         return 0
-    return Run.objects.filter(id__in=ids, status=RunStatus.RUNNING).update(heartbeat_at=now)
+    return Run.objects.filter(id__in=ids, status__still=RunStatus.RUNNING).update(heartbeat_at=now)
 
 
 def run_expire_overdue(*, now: datetime, batch: int = 1000) -> int:

@@ -78,7 +78,7 @@ def _publish(which: Q, *, now: datetime, limit: int) -> int:
         )
         if not runs:
             return 0
-        Run.objects.filter(id__in=[r.id for r in runs], status=RunStatus.PENDING).update(
+        Run.objects.filter(id__in=[r.id for r in runs], status__still=RunStatus.PENDING).update(
             status=RunStatus.QUEUED, queued_at=now
         )
     return send_queued(runs, now=now)
@@ -112,7 +112,7 @@ def send_queued(runs: list[Run], *, now: datetime) -> int:
             {"task_ids": list({row[0] for row in rows}), "run_status": str(TaskStatus.FAILED)},
         )
     if failed:
-        Run.objects.filter(id__in=failed, status=RunStatus.QUEUED).update(
+        Run.objects.filter(id__in=failed, status__still=RunStatus.QUEUED).update(
             status=RunStatus.PENDING, queued_at=None
         )
     return len(runs) - len(failed) - len(refused)

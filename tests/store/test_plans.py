@@ -15,9 +15,10 @@ import re
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tasks_app import store
-from tasks_app.models import Task
+from tasks_app.models import Run, Task
 
 pytestmark = pytest.mark.django_db
 
@@ -116,3 +117,23 @@ def test_a_runs_task_is_found_by_primary_key_in_a_small_task_table(name: str) ->
     assert '"Relation Name": "tasks_app_task"' in plan
     assert '"Relation Name": "tasks_app_taskstate"' in plan
     assert "Seq Scan" not in plan, plan
+
+
+@pytest.mark.parametrize("status", ["pending", "queued", "running"])
+def test_a_conditional_update_of_a_run_by_key_finds_it_by_key(status: str) -> None:
+    """The services' guarded updates of one run (``status__still``, tasks_app.models.Still),
+    e.g. a release flipping its runs to queued, a held run going back to pending."""
+    Task.objects.create(id="plans", action="noop")
+    with connection.cursor() as cur:
+        cur.execute(INSERT_RUNS.format(task="'plans'"), ["completed", 5000])
+        cur.execute("ANALYZE tasks_app_run")
+        for waiting in ("pending", "queued", "running"):
+            cur.execute(INSERT_RUNS.format(task="'plans'"), [waiting, 2000])
+    run_id = "00000000-0000-0000-0000-000000000001"
+    with CaptureQueriesContext(connection) as queries:
+        Run.objects.filter(pk=run_id, status__still=status).update(queued_at=None)
+    with connection.cursor() as cur:
+        cur.execute(f"EXPLAIN (FORMAT JSON) {queries[0]['sql']}")
+        plan = json.dumps(cur.fetchone()[0])
+    assert "tasks_app_run_pkey" in plan, plan
+    assert "run_pending_due_idx" not in plan and "run_task_waiting_idx" not in plan, plan
