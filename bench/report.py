@@ -92,11 +92,16 @@ def write(results: Path) -> Path:
     lines = ["# Benchmark report", ""]
     machine = next((d.get("machine") for d in data.values() if d.get("machine")), {})
     if machine:
+        started = ", ".join(
+            f"{name} {d['machine'].get('date')}" for name, d in data.items() if d.get("machine")
+        )
         lines += [
-            f"Run {machine.get('date')} on {machine.get('host')}: {machine.get('cores')} cores, "
-            f"{machine.get('memory_gb')} GB, load at start {machine.get('load_avg_at_start')}, "
+            f"On {machine.get('host')}: {machine.get('cores')} cores, "
+            f"{machine.get('memory_gb')} GB, "
             f"Postgres {machine.get('postgres')}, RabbitMQ {machine.get('rabbitmq')}. "
             "The machine is shared: compare the ratios (same run), not absolute figures.",
+            "",
+            f"The `make bench` that ran each scenario started at (UTC): {started}.",
             "",
         ]
     if (lat := data.get("lateness")) and "ours" in lat:
