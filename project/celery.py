@@ -3,9 +3,11 @@
 Celery masks a setting in ``celery report`` and in a worker's ``inspect conf`` answer (which
 Flower shows) only when its *name* looks secret (``celery.app.utils.HIDDEN_SETTINGS``) or is
 exactly ``broker_url``/``*backend*``. Read from Django's settings, the broker URL is named
-``CELERY_BROKER_URL`` and the cache URL sits in ``CACHES["default"]["LOCATION"]``: both were
-printed with their passwords. So Celery's filter is wrapped: after it, the password of every
-URL in the configuration, at any depth, is masked with Celery's own ``sanitize_url``.
+``CELERY_BROKER_URL``, and was printed with its password. So Celery's filter is wrapped:
+after it, the password of every URL in the configuration, at any depth, is masked with
+Celery's own ``sanitize_url``. (Celery's configuration holds only Django's ``CELERY_*``
+settings, see :class:`DjangoCelerySettings`; through ``"django.conf:settings"`` it held all
+of them, the cache URL in ``CACHES`` and the database's too, which the report printed.)
 Celery offers no hook for this; its ``Settings.table`` looks the filter up by module name on
 each call, which is what is replaced here.
 """
@@ -53,7 +55,9 @@ class DjangoCelerySettings(Mapping[str, Any]):
     Django's lazy settings, and a setting left at Celery's default costs two
     ``AttributeError`` exceptions (~10 µs) on every lookup; ``send_task`` makes about ten, so beat
     and the release spent more time in configuration lookups than in the publish itself
-    (measured in docs/scale.md). The values are Django's; only the lookup is cheaper.
+    (measured in docs/scale.md). The values are Django's; only the lookup is cheaper, and
+    the rest of Django's settings stays out of Celery's configuration (and so out of
+    ``celery report`` and a worker's ``inspect conf`` answer).
     """
 
     @cached_property
