@@ -53,9 +53,8 @@ class DjangoCelerySettings(Mapping[str, Any]):
 
     Through ``"django.conf:settings"`` Celery looks every setting up with ``getattr`` on
     Django's lazy settings, and a setting left at Celery's default costs two
-    ``AttributeError`` exceptions (~10 µs) on every lookup; ``send_task`` makes about ten, so beat
-    and the release spent more time in configuration lookups than in the publish itself
-    (measured in docs/scale.md). The values are Django's; only the lookup is cheaper, and
+    ``AttributeError`` exceptions (~10 µs) on every lookup, and ``send_task`` makes about
+    ten per message (docs/scale.md). The values are Django's; only the lookup is cheaper, and
     the rest of Django's settings stays out of Celery's configuration (and so out of
     ``celery report`` and a worker's ``inspect conf`` answer).
     """

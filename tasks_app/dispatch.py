@@ -210,9 +210,9 @@ class BatchPublisher:
         """Write ``run``'s message: the one ``send_task`` writes, built by Celery's own
         ``create_task_message`` and ``send_task_message``, with the route of its queue worked
         out once per batch. ``send_task`` does the routing, a task-registry lookup and about
-        ten configuration lookups per message: at beat's 1,000 fires a second that was more
-        than half of each fire's cost (docs/scale.md). A message for Celery's native delayed
-        delivery (quorum queues) still goes through ``send_task``, which routes it."""
+        ten configuration lookups per message: a fifth of the CPU of each of beat's fires
+        (docs/scale.md). A message for Celery's native delayed delivery (quorum queues)
+        still goes through ``send_task``, which routes it."""
         options = message_options(run, now=now)
         queue = cast("str | Queue", options.pop("queue"))
         if isinstance(queue, str) and "eta" in options and queues.quorum():
