@@ -104,7 +104,7 @@ def _load_runs(prefix: str, n: int, *, status: str) -> None:
 def measure_in_process(n: int) -> dict[str, Any]:
     """Without Celery: one process executes ``n`` queued runs one after another as a pool
     process does (claim, the no-op action, completion: ``services.run_execute``), then makes
-    the floor's two one-row ``UPDATE``s (``bench.anchor_app.raw_two_writes``) ``n`` times on a
+    the floor's two one-row ``UPDATE``s (``bench.anchor_app.two_writes``) ``n`` times on a
     connection of its own. Per run: wall time, this process's CPU and its Postgres backend's
     CPU (``/proc``; ``None`` when Postgres runs elsewhere). What the lifecycle's statements
     cost, apart from the broker and the pool, which the rows above include."""

@@ -94,6 +94,12 @@ def quorum() -> bool:
     return bool(settings.TASKS_QUEUE_TYPE == "quorum")
 
 
+def natively_delayed(delay: float) -> bool:
+    """Whether a message due ``delay`` seconds from now goes through Celery's native delayed
+    delivery (under ``quorum``, at least a second ahead: RabbitMQ holds it)."""
+    return quorum() and delay >= NATIVE_DELAY_MIN_SECONDS
+
+
 def destination(name: str, *, delay: float) -> str | Queue:
     """The ``queue`` option of a message for queue ``name`` due ``delay`` seconds from now.
 

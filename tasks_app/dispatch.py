@@ -38,7 +38,7 @@ def send(runs: list[Run], *, now: datetime) -> list[UUID]:
         return []
     unroutable: list[UUID] = []
     if queues.quorum():
-        delayed = {r.task.queue for r in runs if _delay(r, now) >= queues.NATIVE_DELAY_MIN_SECONDS}
+        delayed = {r.task.queue for r in runs if queues.natively_delayed(_delay(r, now))}
         try:
             failed_queues = (
                 queues.prepare_delayed_delivery(current_app, delayed) if delayed else set()
@@ -215,7 +215,7 @@ class BatchPublisher:
         still goes through ``send_task``, which routes it."""
         options = message_options(run, now=now)
         queue = cast("str | Queue", options.pop("queue"))
-        if isinstance(queue, str) and "eta" in options and queues.quorum():
+        if queues.natively_delayed(_delay(run, now)):
             self.app.send_task(EXECUTE_RUN, producer=producer, retry=False, queue=queue, **options)
             return
         amqp = self.app.amqp
