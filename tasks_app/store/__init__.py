@@ -25,6 +25,25 @@ from ..models import Run, Task
 QUERIES_FILE = Path(__file__).with_name("queries.sql")
 RUN_FIELDS: Sequence[Field[Any, Any]] = Run._meta.concrete_fields
 TASK_FIELDS: Sequence[Field[Any, Any]] = Task._meta.concrete_fields
+# The task's fields that executing a claimed run and recording its outcome read: the action
+# and its payload, the time limit, the retry policy (and the deadline of a retry), the
+# failure streak that pauses it. The claim returns only these, not the task's schedule,
+# notes and timestamps, which every run would otherwise ship, convert and load for nothing;
+# any other field loads on first access (Django's deferred fields).
+_CLAIMED_TASK_FIELD_NAMES = {
+    "id",
+    "action",
+    "payload",
+    "timeout_seconds",
+    "max_retries",
+    "retry_backoff_seconds",
+    "expires_after_seconds",
+    "pause_after_failures",
+}
+# In the model's order, as Django's deferred loading (Model.from_db) expects them.
+CLAIMED_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
+    f for f in TASK_FIELDS if f.name in _CLAIMED_TASK_FIELD_NAMES
+)
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 
@@ -37,8 +56,8 @@ def _expand(sql: str) -> str:
     sql = sql.replace("{run_values}", ", ".join(f"%({f.column})s" for f in RUN_FIELDS))
     for alias in set(re.findall(r"\{run_fields:(\w+)\}", sql)):
         sql = sql.replace(f"{{run_fields:{alias}}}", _aliased(alias, RUN_FIELDS))
-    for alias in set(re.findall(r"\{task_fields:(\w+)\}", sql)):
-        sql = sql.replace(f"{{task_fields:{alias}}}", _aliased(alias, TASK_FIELDS))
+    for alias in set(re.findall(r"\{claimed_task_fields:(\w+)\}", sql)):
+        sql = sql.replace(f"{{claimed_task_fields:{alias}}}", _aliased(alias, CLAIMED_TASK_FIELDS))
     return sql
 
 
@@ -99,7 +118,8 @@ def _loaders(
 
 
 def to_model(model: type[Model], fields: Sequence[Field[Any, Any]], values: Sequence[Any]) -> Any:
-    """A model instance from ``values`` in the order of ``fields`` (as the ORM loads one)."""
+    """A model instance from ``values`` in the order of ``fields`` (as the ORM loads one);
+    the model's other fields are deferred."""
     if len(values) != len(fields):
         raise ValueError(f"{len(values)} values for {len(fields)} fields of {model.__name__}")
     attnames, converters = _loaders(fields)
@@ -115,8 +135,8 @@ def run_params(run: Run) -> dict[str, Any]:
 
 
 def claimed_run(row: Sequence[Any]) -> Run:
-    """The run (with its task attached) from a ``claim_run`` row."""
+    """The run (with its task's ``CLAIMED_TASK_FIELDS`` attached) from a ``claim_run`` row."""
     n = len(RUN_FIELDS)
     run: Run = to_model(Run, RUN_FIELDS, row[:n])
-    run.task = to_model(Task, TASK_FIELDS, row[n : n + len(TASK_FIELDS)])
+    run.task = to_model(Task, CLAIMED_TASK_FIELDS, row[n : n + len(CLAIMED_TASK_FIELDS)])
     return run

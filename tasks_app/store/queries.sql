@@ -1,6 +1,7 @@
 -- The statements of a run's life, each named once and issued only by tasks_app.store.
 -- Parameters are psycopg's %(name)s; {run_columns}, {run_values} and {run_fields:<alias>} /
--- {task_fields:<alias>} are expanded from the models' columns when this file is loaded.
+-- {claimed_task_fields:<alias>} are expanded from the models' columns when this file is
+-- loaded.
 -- Every status change is conditional on the status it leaves (docs/reliability.md), and the
 -- task's state row (tasks_app_taskstate: status, next_run_at, failure streak, fire count)
 -- follows the rules in the SQL functions tasks_app_next_run_at and tasks_app_status_after
@@ -41,8 +42,9 @@ RETURNING s.task_id;
 -- from the state row being updated (s in task_running), never from a row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
--- run's executor lock. Returns the run and its task (and whether the lock was taken: false
--- only on a key collision).
+-- run's executor lock. Returns the run and the task's fields its execution reads
+-- (store.CLAIMED_TASK_FIELDS), and whether the lock was taken (false only on a key
+-- collision).
 -- The claim's transaction commits asynchronously (async_commit: SET LOCAL
 -- synchronous_commit = off, as a function in the statement itself, so no extra round
 -- trip): the broker keeps the run's message unacknowledged until the completion, which
@@ -60,7 +62,7 @@ WITH async_commit AS (
        AND (NOT t.paused OR r.trigger = ANY(%(explicit_triggers)s))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
- RETURNING {run_fields:r}, {task_fields:t}
+ RETURNING {run_fields:r}, {claimed_task_fields:t}
 ), task_running AS (
     UPDATE tasks_app_taskstate AS s
        SET status = 'running', next_run_at = tasks_app_next_run_at(t, s, c.r_id, NULL)

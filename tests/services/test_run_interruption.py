@@ -145,6 +145,21 @@ def test_a_redelivered_message_of_a_run_whose_executor_is_alive_is_ignored(
     assert len(attempts(run)) == 1
 
 
+def held_here(run: Run) -> int:
+    """How many times this session holds ``run``'s executor lock (not other runs' locks,
+    which other tests' claims may have left on this connection)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """SELECT count(*) FROM pg_locks AS l,
+                      (SELECT hashtextextended(%s::text, 0) AS key) AS k
+                WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid() AND l.objsubid = 1
+                  AND l.classid = ((k.key >> 32) & 4294967295)::oid
+                  AND l.objid = (k.key & 4294967295)::oid""",
+            [run.pk],
+        )
+        return int(cur.fetchone()[0])
+
+
 def test_the_claim_takes_the_executor_lock_and_the_completion_releases_it(
     other_session: psycopg.Connection,
 ) -> None:
@@ -158,10 +173,7 @@ def test_the_claim_takes_the_executor_lock_and_the_completion_releases_it(
     claimed = services.run_claim(run_id=str(run.id), worker="w1@host")
     assert claimed is not None
     assert other_session.execute(key, [run.pk]).fetchone() == (False,)  # held by the executor
+    assert held_here(run) == 1
     services.run_complete(run=claimed, output="done")
-    with connection.cursor() as cur:  # this session holds it no more
-        cur.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
-        )
-        assert cur.fetchone() == (0,)
+    assert held_here(run) == 0  # this session holds it no more
     assert other_session.execute(key, [run.pk]).fetchone() == (True,)

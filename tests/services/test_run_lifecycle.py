@@ -7,7 +7,7 @@ from datetime import UTC, timedelta
 import pytest
 from django.utils import timezone
 
-from tasks_app import services
+from tasks_app import services, store
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
 
 pytestmark = pytest.mark.django_db
@@ -126,6 +126,41 @@ def test_failure_is_retried_while_retries_remain_then_fails_the_task() -> None:
     assert Run.objects.filter(task=task).count() == 2
     task.refresh_from_db()
     assert (task.state.status, task.state.consecutive_failures) == (TaskStatus.FAILED, 1)
+
+
+@pytest.mark.parametrize(
+    ("action", "retries", "expected"),
+    [
+        ("echo", 0, RunStatus.COMPLETED),
+        ("fail", 1, RunStatus.RETRYING),  # and a new attempt
+        ("fail", 0, RunStatus.FAILED),  # the failure streak, one short of pausing the task
+    ],
+)
+def test_a_claimed_run_executes_and_records_its_outcome_with_the_task_fields_it_returned(
+    action: str, retries: int, expected: str
+) -> None:
+    """The claim returns only the task fields that executing and recording read
+    (``store.CLAIMED_TASK_FIELDS``), and none of the others is loaded on the way; asked
+    for, one still reads right."""
+    task = services.task_create(
+        id=f"lean-{action}-{retries}",
+        action=action,
+        payload={"message": "m"},
+        max_retries=retries,
+        expires_after_seconds=600,
+        pause_after_failures=2,
+    )
+    run = queued_run(task)
+    done = services.run_execute(run_id=str(run.id), worker="w")
+    assert done is not None and Run.objects.get(pk=run.pk).status == expected
+    claimed = {f.attname for f in store.CLAIMED_TASK_FIELDS}
+    assert (
+        done.task.get_deferred_fields() == {f.attname for f in Task._meta.concrete_fields} - claimed
+    )
+    if expected == RunStatus.RETRYING:
+        retry = Run.objects.get(first_attempt=run.pk)
+        assert (retry.attempt, retry.status) == (2, RunStatus.PENDING)
+    assert (done.task.name, done.task.created_at) == (task.name, task.created_at)
 
 
 def test_cancel_stops_a_waiting_run_but_not_a_running_one() -> None:
