@@ -146,8 +146,8 @@ def test_a_redelivered_message_of_a_run_whose_executor_is_alive_is_ignored(
 
 
 def held_here(run: Run) -> int:
-    """How many times this session holds ``run``'s executor lock (not other runs' locks,
-    which other tests' claims may have left on this connection)."""
+    """1 if this session holds ``run``'s executor lock, else 0 (other runs' locks, which
+    other tests' claims may have left on this connection, do not count)."""
     with connection.cursor() as cur:
         cur.execute(
             """SELECT count(*) FROM pg_locks AS l,
