@@ -215,14 +215,14 @@ def _retention(quick: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"expired_before": expired_before, "load_tasks": LOAD_TASKS}
     with common.processes() as procs:
         procs.append(common.start_worker(concurrency=4))
-        beat = common.start_beat(scheduler="tasks_app.scheduler:TaskScheduler", **off)
+        beat = common.start_beat(scheduler="tasks_app.beat.scheduler:TaskScheduler", **off)
         procs.append(beat)
         time.sleep(15)  # the load settles (workers warm, beat steady)
         start = timezone.now()
         time.sleep(baseline_s)
         out["without_deletion"] = _lateness(start, timezone.now())
         beat.stop()
-        beat = common.start_beat(scheduler="tasks_app.scheduler:TaskScheduler", **on)
+        beat = common.start_beat(scheduler="tasks_app.beat.scheduler:TaskScheduler", **on)
         procs.append(beat)
         deleted0, start, clock = _deleted_so_far(), timezone.now(), time.monotonic()
         samples = []

@@ -298,8 +298,8 @@ CELERY_ENABLE_UTC = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Celery's consumer without the request <-> ETA timer entry cycle (tasks_app/worker.py).
-CELERY_WORKER_CONSUMER = "tasks_app.worker:Consumer"
+# Celery's consumer without the request <-> ETA timer entry cycle (tasks_app/worker/consumer.py).
+CELERY_WORKER_CONSUMER = "tasks_app.worker.consumer:Consumer"
 # Celery's Django fixup closes the database connection before and after every task unless
 # this is set: a new Postgres connection (and server process) per run. With it, a worker process
 # keeps its connection like a web process does: tasks_app.tasks checks it before each task
@@ -361,7 +361,7 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_step": 0.2,
     "interval_max": 0.5,
 }
-CELERY_BEAT_SCHEDULER = "tasks_app.scheduler:TaskScheduler"
+CELERY_BEAT_SCHEDULER = "tasks_app.beat.scheduler:TaskScheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
@@ -520,15 +520,15 @@ TASKS_HEALTH_WORKER_TIMEOUT_SECONDS = env_float("TASKS_HEALTH_WORKER_TIMEOUT_SEC
 
 # --- Logging ------------------------------------------------------------------------------
 # LOG_FORMAT=json: one JSON object per line, with run_id/task_id/attempt/lateness_ms on every
-# line about a run (tasks_app.logs).
+# line about a run (tasks_app.observability.logs).
 LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"run_context": {"()": "tasks_app.logs.RunContextFilter"}},
+    "filters": {"run_context": {"()": "tasks_app.observability.logs.RunContextFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "tasks_app.logs.JsonFormatter"},
+        "json": {"()": "tasks_app.observability.logs.JsonFormatter"},
     },
     "handlers": {
         "console": {
@@ -541,7 +541,7 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# --- Metrics (/metrics, tasks_app.metrics) -------------------------------------------------
+# --- Metrics (/metrics, tasks_app.observability.metrics) -------------------------------------------------
 # A scrape is allowed with "Authorization: Bearer <TASKS_METRICS_TOKEN>" (when set) or from an
 # address inside TASKS_METRICS_ALLOWED_NETWORKS (CIDRs; loopback by default).
 TASKS_METRICS_TOKEN = os.environ.get("TASKS_METRICS_TOKEN", "")

@@ -14,16 +14,15 @@ from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.signals import beat_init, task_prerun, worker_init, worker_process_init, worker_ready
 from django.db import close_old_connections, connection
 
-from . import (
-    hardening,
-    health,  # noqa: F401  (starts the worker heartbeat: tasks_app.health)
-    recovery,
-    services,
-    shutdown,  # noqa: F401  (the worker's shutdown grace: tasks_app.shutdown)
-)
+from . import hardening, services
 from .models import Run, Task, Trigger
+from .observability import health  # noqa: F401  (starts the worker heartbeat)
 from .services.retry_policy import timed_out_error
 from .services.run_lifecycle import DB_ERRORS, run_lost
+from .worker import (
+    recovery,
+    shutdown,  # noqa: F401  (the worker's shutdown grace)
+)
 
 log = logging.getLogger(__name__)
 # Before a message is handed back while the database is down, so redelivery is not a hot loop.

@@ -17,8 +17,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
-from . import actions, scheduling
+from . import actions
 from .choices import ScheduleType
+from .timing import scheduling
 
 if TYPE_CHECKING:
     from .models import Task

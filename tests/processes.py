@@ -44,7 +44,7 @@ def wait_for_beat_after(instant: datetime, *, timeout: float = 30) -> None:
     """Wait until beat has ticked after ``instant`` (its heartbeat in the cache): whatever
     beat would do about the state as of ``instant`` (fire, release, sweep), it has done.
     The condition that closes a window in which something must *not* happen."""
-    from tasks_app.health import last_beat_tick
+    from tasks_app.observability.health import last_beat_tick
 
     wait_until(
         lambda: (tick := last_beat_tick()) is not None and tick > instant,

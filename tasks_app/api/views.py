@@ -27,8 +27,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import actions, health, permissions, selectors, services
+from .. import actions, permissions, selectors, services
 from ..models import Run, Task, Trigger
+from ..observability import health
 from ..representations import RunOutputSerializer, TaskCreatedSerializer, TaskOutputSerializer
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
 from .errors import ErrorSerializer

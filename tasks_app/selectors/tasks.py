@@ -10,9 +10,10 @@ from django.core.exceptions import ValidationError
 from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
-from .. import scheduling, validation
+from .. import validation
 from ..models import Run, RunStatus, ScheduleType, Task, Trigger
-from ..task_schedule import first_fire, schedule_of
+from ..timing import scheduling
+from ..timing.task_schedule import first_fire, schedule_of
 
 MAX_PREVIEW = 100
 # List filters on a time range: ``<name>_after`` (inclusive) / ``<name>_before`` (exclusive).

@@ -2,7 +2,7 @@
 
 Two layers, kept apart on purpose:
 
-* ``tasks_app.task_schedule.plan_task_fires`` is **the per-task decision**: given one task
+* ``tasks_app.timing.task_schedule.plan_task_fires`` is **the per-task decision**: given one task
   row and ``now``, which fire instants to record and what the task's next fire becomes. It
   reads no database and no clock. Schedule policies (catch-up, bounds, max_runs, jitter, ...)
   belong there and only there.
@@ -35,7 +35,7 @@ from django_celery_beat.models import PeriodicTask
 
 from .. import store
 from ..models import RECURRING, Run, RunStatus, Task, Trigger
-from ..task_schedule import fire_due_at, plan_task_fires
+from ..timing.task_schedule import fire_due_at, plan_task_fires
 from .alarms import schedule_error_raise
 from .run_create import new_run
 from .run_release import horizon, send_queued

@@ -24,7 +24,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from .. import actions, store
-from ..logs import run_log
 from ..models import (
     EXPLICIT_TRIGGERS,
     OverlapPolicy,
@@ -35,6 +34,7 @@ from ..models import (
     TaskStatus,
     Trigger,
 )
+from ..observability.logs import run_log
 from .audit import jsonable
 from .errors import ConflictError
 from .retry_policy import retry_delay, timed_out_error
@@ -56,7 +56,7 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
     A redelivered or duplicated message for a run that already started, finished or was
     cancelled does nothing (the claim is conditional on ``queued``). The outcome is written
     with :func:`_persist`, which waits out a short database outage instead of losing it.
-    While this runs, the caller renews the run's lease (``tasks_app.recovery``).
+    While this runs, the caller renews the run's lease (``tasks_app.worker.recovery``).
     """
     run = run_claim(run_id=run_id, worker=worker)
     if run is None:

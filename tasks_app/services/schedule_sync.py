@@ -8,9 +8,10 @@ from datetime import datetime, timedelta
 
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from .. import scheduling, store
+from .. import store
 from ..models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
-from ..task_schedule import first_fire
+from ..timing import scheduling
+from ..timing.task_schedule import first_fire
 from .run_create import run_create
 from .run_release import enqueue_on_commit
 

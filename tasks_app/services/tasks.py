@@ -12,9 +12,10 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import scheduling, validation
+from .. import validation
 from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskState, TaskStatus, Trigger
-from ..task_schedule import schedule_of
+from ..timing import scheduling
+from ..timing.task_schedule import schedule_of
 from .audit import audit, plain
 from .errors import ConflictError
 from .run_create import new_run, run_create

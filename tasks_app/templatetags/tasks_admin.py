@@ -1,5 +1,5 @@
 """Template filters for the admin's own pages: the same presentation rules as the Python
-side (``tasks_app.admin_views``), so an instant or a badge looks alike everywhere."""
+side (``tasks_app.admin.views``), so an instant or a badge looks alike everywhere."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import datetime
 from django import template
 from django.utils.safestring import SafeString
 
-from .. import admin_views
+from ..admin import views as admin_views
 
 register = template.Library()
 

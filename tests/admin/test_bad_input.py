@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from tests.admin.test_forms import form as task_form
 from tests.stored_rows import counts
-from tests.test_admin_forms import form as task_form
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from tasks_app import overview, services
+from tasks_app import services
+from tasks_app.admin import overview
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus
 
 pytestmark = pytest.mark.django_db
@@ -115,7 +116,7 @@ def test_overview_needs_staff(client) -> None:
 def test_beat_health_reads_as_words_with_the_tick_to_the_second() -> None:
     from django.core.cache import cache
 
-    from tasks_app import health
+    from tasks_app.observability import health
 
     tick = timezone.now() - timedelta(seconds=2)
     health.record_beat_tick(tick)

@@ -144,7 +144,7 @@ def test_the_run_list_never_counts_the_whole_history(operator, monkeypatch) -> N
     """Large: the table's estimate ("about N"); filtered: counted up to a cap ("more than")."""
     from django.db import connection
 
-    from tasks_app import admin_paging
+    from tasks_app.admin import paging as admin_paging
 
     task = services.task_create(id="counted-list", action="noop")
     for _ in range(6):

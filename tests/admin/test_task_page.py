@@ -167,7 +167,7 @@ def test_next_run_is_truthful_after_a_missed_fire_when_paused_and_on_demand(oper
 
     from django.utils import timezone
 
-    from tasks_app.admin_views import next_run_state
+    from tasks_app.admin.views import next_run_state
 
     now = timezone.now()
     task = services.task_create(

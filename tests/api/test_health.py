@@ -7,7 +7,7 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tasks_app import health
+from tasks_app.observability import health
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tasks_app import metrics, services
+from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, TaskStatus
+from tasks_app.observability import metrics
 from tests.processes import wait_for_beat_after, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

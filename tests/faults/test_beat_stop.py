@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 
 from tasks_app.models import Run, RunStatus, Task
-from tasks_app.recovery import ready_messages
+from tasks_app.worker.recovery import ready_messages
 from tests.processes import delete_queue, wait_until
 
 from .conftest import Figures, StartProc

@@ -2,8 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
-from tasks_app.policies import Policy, jitter_offset, plan_fires
-from tasks_app.scheduling import CronSchedule, IntervalSchedule
+from tasks_app.timing.policies import Policy, jitter_offset, plan_fires
+from tasks_app.timing.scheduling import CronSchedule, IntervalSchedule
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 EVERY_10S = IntervalSchedule(seconds=10, anchor=T0)

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tasks_app import scheduling
-from tasks_app.scheduling import CronSchedule, IntervalSchedule
+from tasks_app.timing import scheduling
+from tasks_app.timing.scheduling import CronSchedule, IntervalSchedule
 
 
 def utc(*args: int) -> datetime:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tasks_app import scheduling
-from tasks_app.scheduling import CronSchedule
+from tasks_app.timing import scheduling
+from tasks_app.timing.scheduling import CronSchedule
 
 ZONES = [
     "America/New_York",

@@ -1,5 +1,5 @@
 """The worker's consumer frees a request with an ETA by reference counting once its timer
-entry has fired (tasks_app/worker.py): with Celery's own, the request and its entry refer to
+entry has fired (tasks_app/worker/consumer.py): with Celery's own, the request and its entry refer to
 each other and wait for a full garbage collection, which paused the worker's main process
 for 20-60 ms every ~12 s at 200 runs/s."""
 
@@ -78,5 +78,5 @@ def test_the_configured_consumer_frees_a_fired_eta_request(no_cycle_collector: N
 
 def test_celerys_own_consumer_leaves_it_to_the_cycle_collector(no_cycle_collector: None) -> None:
     # What the configured one fixes; if Celery breaks the cycle itself one day, this fails
-    # and tasks_app/worker.py can go.
+    # and tasks_app/worker/consumer.py can go.
     assert fire_an_eta_request(CeleryConsumer)() is not None

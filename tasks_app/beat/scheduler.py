@@ -2,7 +2,7 @@
 
 It keeps django-celery-beat's models and admin (and fires any PeriodicTask that is not owned
 by a task the stock way), but owned entries are fired from the tasks table. Every
-``TASKS_BEAT_TICK_SECONDS`` the **leader** (``tasks_app.leadership``; standbys only check
+``TASKS_BEAT_TICK_SECONDS`` the **leader** (``tasks_app.beat.leadership``; standbys only check
 whether they can take over)
 
 1. records a run for **every** recurring fire due within the release horizon, in batches of
@@ -40,7 +40,10 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from . import health, leadership, metrics, recovery, retention, services
+from .. import services
+from ..observability import health, metrics
+from ..worker import recovery
+from . import leadership, retention
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -5,7 +5,7 @@ last hour or day of due instants, read through ``run_due_idx``; a task's runs th
 ``run_task_due_idx``), so the page costs the same with 100,000 runs or 20,000,000: counts by
 status, runs per minute by status, start lateness percentiles per minute (Postgres'
 ``percentile_cont``), failing and paused tasks, and missed-run alarms. Health comes from
-``tasks_app.health``, cached briefly so a busy page does not ping the broker on every load.
+``tasks_app.observability.health``, cached briefly so a busy page does not ping the broker on every load.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 from django.utils import timezone
 
-from . import health
-from .models import Run, RunStatus, Task, TaskStatus
+from ..models import Run, RunStatus, Task, TaskStatus
+from ..observability import health
 
 CHART_MINUTES = 60
 LIST_LIMIT = 20
@@ -218,7 +218,7 @@ def health_cached() -> dict[str, dict[str, Any]] | None:
 
 def health_get(*, quick: bool = False) -> dict[str, dict[str, Any]]:
     """``{component: {"ok": bool, "detail": str, "ms": float}}`` for database, broker,
-    cache, beat and workers, from ``tasks_app.health`` (the checks behind /api/health);
+    cache, beat and workers, from ``tasks_app.observability.health`` (the checks behind /api/health);
     cached for ``HEALTH_CACHE_SECONDS`` since the broker and worker pings take time.
 
     ``quick`` leaves out the worker ping (it waits its whole timeout for replies), so the

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tasks_app import services
-from tasks_app.logs import JsonFormatter, run_log
+from tasks_app.observability.logs import JsonFormatter, run_log
 
 ROOT = Path(__file__).resolve().parents[2]
 

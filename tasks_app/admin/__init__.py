@@ -39,10 +39,8 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from django_celery_results.models import TaskResult
 
-from . import actions, admin_views, permissions, scheduling, services, validation
-from .admin_paging import HistoryPaginator
-from .admin_views import badge, duration, instant
-from .models import (
+from .. import actions, permissions, services, validation
+from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
     Run,
@@ -50,7 +48,11 @@ from .models import (
     TaskAuditEntry,
     Trigger,
 )
-from .services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
+from ..services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
+from ..timing import scheduling
+from . import views as admin_views
+from .paging import HistoryPaginator
+from .views import badge, duration, instant
 
 RECENT_RUNS = 10
 AUDIT_ENTRIES = 20

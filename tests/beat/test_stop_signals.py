@@ -1,4 +1,4 @@
-"""``tasks_app.scheduler.stop_deferred``: a stop of beat waits for the pass in progress, and
+"""``tasks_app.beat.scheduler.stop_deferred``: a stop of beat waits for the pass in progress, and
 a second stop does not wait (the whole beat process: tests/faults/test_beat_stop.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tasks_app.scheduler import stop_deferred
+from tasks_app.beat.scheduler import stop_deferred
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ each see a slice. Instead every figure is read at scrape time from the shared st
   ``queued`` on the broker) per queue; ``tasks_broker_queue_messages{queue}`` is what the
   broker itself holds (``-1`` when it cannot be asked).
 - ``tasks_beat_last_heartbeat_timestamp_seconds``: beat's last tick, from
-  ``tasks_app.health.last_beat_tick`` (beat writes it every tick);
+  ``tasks_app.observability.health.last_beat_tick`` (beat writes it every tick);
   ``tasks_beat_tick_duration_seconds``: how long that tick took, written by beat through
   :func:`beat_tick_record` (cache key ``tasks:beat:tick``).
 - ``tasks_tasks{status}``, ``tasks_paused``, ``tasks_alarms``.
@@ -46,9 +46,10 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from . import health, selectors, services
-from .client_address import client_ip
-from .models import Run, RunStatus, Task, TaskState
+from .. import selectors, services
+from ..client_address import client_ip
+from ..models import Run, RunStatus, Task, TaskState
+from . import health
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ LATENESS_BUCKETS = (
 
 def beat_tick_record(*, duration_seconds: float) -> None:
     """Called by beat after every leader pass: how long it took (when beat last ticked is
-    :func:`tasks_app.health.last_beat_tick`).
+    :func:`tasks_app.observability.health.last_beat_tick`).
 
     Never raises (a cache outage must not stop beat).
     """

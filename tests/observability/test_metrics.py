@@ -7,8 +7,9 @@ import pytest
 from django.test import override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from tasks_app import metrics, services
+from tasks_app import services
 from tasks_app.models import Run, RunStatus
+from tasks_app.observability import metrics
 from tests.processes import wait_until
 
 TOKEN = "s3cret-scrape-token"

@@ -27,8 +27,10 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from . import overview, scheduling, selectors, validation
-from .models import RECURRING, RunStatus, ScheduleType, Task
+from .. import selectors, validation
+from ..models import RECURRING, RunStatus, ScheduleType, Task
+from ..timing import scheduling
+from . import overview
 
 PREVIEW_COUNT = 5
 INSTANT_FORMAT = "%Y-%m-%d %H:%M:%S"

@@ -20,7 +20,7 @@ import time
 from django.conf import settings
 from django.db import connection
 
-from . import services
+from .. import services
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from ..choices import ScheduleType
 from . import policies, scheduling
-from .choices import ScheduleType
 
 if TYPE_CHECKING:
-    from .models import Task
+    from ..models import Task
 
 
 def schedule_of(task: Task, *, anchor: datetime) -> scheduling.Schedule | None:
@@ -61,7 +61,7 @@ def fire_due_at(task: Task, fire: datetime) -> datetime:
 def plan_task_fires(task: Task, *, now: datetime, lookahead: timedelta) -> policies.Plan:
     """The per-task decision: fires of ``task`` to record at ``now`` and its next fire.
 
-    The task's schedule and policy fields go through :func:`tasks_app.policies.plan_fires` —
+    The task's schedule and policy fields go through :func:`tasks_app.timing.policies.plan_fires` —
     catch-up after downtime or a pause, ``start_at`` / ``end_at`` bounds and ``max_runs``.
     Fires up to ``now + lookahead`` are recorded ahead so they can be published with an
     exact ETA.

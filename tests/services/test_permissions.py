@@ -28,8 +28,8 @@ from rest_framework.test import APIClient
 
 from tasks_app import actions, permissions, services
 from tasks_app.models import Run, RunStatus, Task
+from tests.admin.test_forms import form
 from tests.processes import ROOT, process_env
-from tests.test_admin_forms import form
 
 pytestmark = pytest.mark.django_db
 

@@ -35,8 +35,8 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from .models import Run, RunStatus
-from .services.run_recovery import (
+from ..models import Run, RunStatus
+from ..services.run_recovery import (
     run_expire_overdue,
     run_fail_stalled,
     run_renew_leases,
