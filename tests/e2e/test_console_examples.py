@@ -50,6 +50,10 @@ FENCE = re.compile(r"^```(\S*)\s*$")
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->\s*$")
 INTERACTIVE = ("changepassword", "createsuperuser")
 LONG_RUNNING = re.compile(r"^(\w+=\S+\s+)*make (run|test|bench)\b")
+# A block without a language whose first line looks like a command: an example the test
+# would not see.
+COMMAND_LIKE = re.compile(r"^(\$ |(\w+=\S+ )*(make|python|curl|docker|celery|pip)\b)")
+UNTAGGED: list[str] = []
 PREAMBLE = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n'
 
 
@@ -101,6 +105,9 @@ def parse(path: Path) -> list[Example]:
         index = end + 1
         language = match.group(1).lower()
         if language not in SHELLS:
+            body = lines[start + 1 : end]
+            if not language and body and COMMAND_LIKE.match(body[0]):
+                UNTAGGED.append(f"{path.relative_to(ROOT)}:{start + 1}")
             continue
         previous = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
         marker = NOT_RUN.match(previous)
@@ -162,6 +169,7 @@ def test_the_docs_have_examples_and_every_one_not_run_says_why() -> None:
         example.name for example in EXAMPLES if example.language == "console" and not example.steps
     ]
     assert not empty, f"console blocks without a '$ ' command: {empty}"
+    assert not UNTAGGED, f"command blocks without a console/sh tag: {UNTAGGED}"
 
 
 # Words of the team that builds the product, not of its users.
