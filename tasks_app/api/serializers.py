@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.utils import timezone
 from rest_framework import serializers
+
+from tasks_app.conf import app_settings
 
 from .. import actions, validation
 from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
@@ -37,7 +38,7 @@ class AwareDateTimeField(serializers.DateTimeField):
 
 def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
     """A number of seconds in ``[0, TASKS_MAX_DELAY_SECONDS]`` (bounds shown in the schema too)."""
-    limit = settings.TASKS_MAX_DELAY_SECONDS
+    limit = app_settings.MAX_DELAY_SECONDS
     return serializers.FloatField(
         min_value=0,
         max_value=limit,
@@ -106,9 +107,7 @@ TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
     "queue": {"validators": [validation.check_queue]},
     "interval_seconds": {
         "max_value": int(
-            min(
-                settings.TASKS_MAX_DELAY_SECONDS, validation.NUMERIC_BOUNDS["interval_seconds"].high
-            )
+            min(app_settings.MAX_DELAY_SECONDS, validation.NUMERIC_BOUNDS["interval_seconds"].high)
         )
     },
 }
@@ -187,7 +186,7 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     expires_at = AwareDateTimeField(required=False)
     schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
     interval_seconds = serializers.IntegerField(
-        required=False, min_value=1, max_value=int(settings.TASKS_MAX_DELAY_SECONDS)
+        required=False, min_value=1, max_value=int(app_settings.MAX_DELAY_SECONDS)
     )
     cron = serializers.CharField(required=False, max_length=200)
     timezone = serializers.CharField(required=False, max_length=64)

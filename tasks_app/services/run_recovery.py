@@ -9,8 +9,9 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
+
+from tasks_app.conf import app_settings
 
 from .. import dispatch
 from ..models import Run, RunStatus
@@ -65,7 +66,7 @@ def run_fail_stalled(*, now: datetime, batch: int = 500) -> list[Run]:
     longer than its hard time limit plus the stall window fails (a pool that cannot enforce
     time limits).
     """
-    stall = timedelta(seconds=settings.TASKS_STALL_SECONDS)
+    stall = timedelta(seconds=app_settings.STALL_SECONDS)
     grace = timedelta(seconds=dispatch.HARD_LIMIT_GRACE_SECONDS)
     candidates = (
         Run.objects.select_related("task")
@@ -105,7 +106,7 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     the next release publishes them again under the same run id. Should the original
     message turn up after all, the claim lets only one of the two start the run.
     """
-    cutoff = now - timedelta(seconds=settings.TASKS_REQUEUE_AFTER_SECONDS)
+    cutoff = now - timedelta(seconds=app_settings.REQUEUE_AFTER_SECONDS)
     return Run.objects.filter(
         status=RunStatus.QUEUED,
         queued_at__lt=cutoff,

@@ -7,10 +7,11 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+
+from tasks_app.conf import app_settings
 
 from .. import validation
 from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskState, TaskStatus, Trigger
@@ -182,7 +183,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
         validation.check_instant(value, field=name)
     if end <= start:
         raise ValidationError({"end": ["must be after start"]})
-    limit = settings.TASKS_BACKFILL_MAX_RUNS
+    limit = app_settings.BACKFILL_MAX_RUNS
     anchor = task.state.next_run_at or task.created_at
     schedule = schedule_of(task, anchor=anchor)
     assert schedule is not None

@@ -17,9 +17,9 @@ from amqp.exceptions import PreconditionFailed
 from django.conf import settings
 from kombu import Connection, Exchange, Queue
 
-from project.queues import quorum_arguments
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
+from tasks_app.queues import quorum_arguments
 from tests.processes import ROOT, process_env, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -29,12 +29,13 @@ from typing import Any
 
 from amqp.exceptions import PreconditionFailed
 from celery.app import amqp as celery_amqp
-from django.conf import settings
 from kombu import Exchange, Queue
 from kombu.transport.native_delayed_delivery import (
     bind_queue_to_native_delayed_delivery_exchange,
     declare_native_delayed_delivery_exchanges_and_queues,
 )
+
+from tasks_app.conf import app_settings
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ NATIVE_DELAY_MIN_SECONDS = 1.0
 
 def quorum_arguments() -> dict[str, Any]:
     """Arguments of every product queue under ``TASKS_QUEUE_TYPE=quorum``."""
-    return {"x-queue-type": "quorum", "x-delivery-limit": settings.TASKS_QUEUE_DELIVERY_LIMIT}
+    return {"x-queue-type": "quorum", "x-delivery-limit": app_settings.QUEUE_DELIVERY_LIMIT}
 
 
 class Queues(celery_amqp.Queues):  # type: ignore[misc]
@@ -72,7 +73,7 @@ def explain(exc: BaseException, queue: str | None = None) -> str | None:
     which = f"queue {queue!r} (or its exchange)" if queue else "a queue or exchange"
     return (
         f"{which} exists on the broker with other arguments than "
-        f"TASKS_QUEUE_TYPE={settings.TASKS_QUEUE_TYPE} declares ({exc.reply_text}); "
+        f"TASKS_QUEUE_TYPE={app_settings.QUEUE_TYPE} declares ({exc.reply_text}); "
         f"a queue cannot change type in place: drain and delete it, or use a new vhost "
         f"({MIGRATION_DOC})"
     )
@@ -91,7 +92,7 @@ def check(app: Any, names: Iterable[str]) -> None:
 
 
 def quorum() -> bool:
-    return bool(settings.TASKS_QUEUE_TYPE == "quorum")
+    return bool(app_settings.QUEUE_TYPE == "quorum")
 
 
 def natively_delayed(delay: float) -> bool:
