@@ -136,9 +136,9 @@ class Number(Setting[T]):
     def parse(self, text: str) -> T:
         try:
             number: float = int(text) if self.integer else float(text)
-        except ValueError:
-            raise self.error(text) from None
-        return self.clean(number)
+            return self.clean(number)
+        except (ValueError, ImproperlyConfigured):
+            raise self.error(text) from None  # the variable's text, as the operator typed it
 
     def show(self, value: T) -> str:
         return f"`{value:g}`" if isinstance(value, float) else f"`{value}`"
