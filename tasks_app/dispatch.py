@@ -17,9 +17,8 @@ from celery import current_app
 from kombu import Queue
 from kombu.exceptions import OperationalError
 
-from tasks_app import queues
-from tasks_app.conf import app_settings
-
+from . import queues
+from .conf import app_settings
 from .models import Run
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from tasks_app.admin.views import overview_health_view, overview_view
-from tasks_app.observability.metrics import metrics_view
+from .admin.views import overview_health_view, overview_view
+from .observability.metrics import metrics_view
 
 urlpatterns = [
     path("admin/overview/", admin.site.admin_view(overview_view), name="tasks-overview"),

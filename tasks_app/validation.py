@@ -16,10 +16,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
-from tasks_app.conf import app_settings
-
 from . import actions
 from .choices import ScheduleType
+from .conf import app_settings
 from .timing import scheduling
 
 if TYPE_CHECKING:

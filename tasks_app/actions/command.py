@@ -17,8 +17,7 @@ import shlex
 from django.core.management import call_command, get_commands
 from django.core.management.base import CommandError
 
-from tasks_app.conf import app_settings
-
+from ..conf import app_settings
 from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 SCHEMA: dict[str, JSON] = {

@@ -35,8 +35,7 @@ from urllib.parse import urljoin, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
-from tasks_app.conf import app_settings
-
+from ..conf import app_settings
 from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]

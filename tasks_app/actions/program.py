@@ -41,8 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tasks_app.conf import app_settings
-
+from ..conf import app_settings
 from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 TIMEOUT_MARGIN_SECONDS = 0.5

@@ -26,9 +26,8 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from tasks_app.conf import app_settings
-
 from .. import selectors, validation
+from ..conf import app_settings
 from ..models import RECURRING, RunStatus, ScheduleType, Task
 from ..timing import scheduling
 from . import overview

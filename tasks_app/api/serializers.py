@@ -9,9 +9,8 @@ from django.db import models
 from django.utils import timezone
 from rest_framework import serializers
 
-from tasks_app.conf import app_settings
-
 from .. import actions, validation
+from ..conf import app_settings
 from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
 from ..representations import JSONObjectField, RunOutputSerializer
 from ..selectors import MAX_PREVIEW

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from django.db import connection
 
-from tasks_app.conf import app_settings
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,8 @@ import time
 
 from django.db import connection
 
-from tasks_app.conf import app_settings
-
 from .. import services
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 

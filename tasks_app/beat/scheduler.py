@@ -39,9 +39,8 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from tasks_app.conf import app_settings
-
 from .. import services
+from ..conf import app_settings
 from ..observability import health, metrics
 from ..worker import recovery
 from . import leadership, retention

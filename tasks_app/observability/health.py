@@ -32,7 +32,7 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from tasks_app.conf import app_settings
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 

@@ -46,10 +46,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from tasks_app.conf import app_settings
-
 from .. import selectors, services
 from ..client_address import client_ip
+from ..conf import app_settings
 from ..models import Run, RunStatus, Task, TaskState
 from . import health
 

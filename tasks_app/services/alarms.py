@@ -23,9 +23,8 @@ from datetime import datetime
 
 from django.db import transaction
 
-from tasks_app.conf import app_settings
-
 from .. import actions
+from ..conf import app_settings
 from ..models import RECURRING, Task
 from ..selectors import overdue_fire
 

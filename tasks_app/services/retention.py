@@ -34,9 +34,8 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from tasks_app.conf import app_settings
-
 from .. import store
+from ..conf import app_settings
 from ..models import FINAL_RUN_STATUSES, RunStatus, Task
 
 log = logging.getLogger(__name__)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from tasks_app.conf import app_settings
-
+from ..conf import app_settings
 from ..models import Task
 
 MAX_RETRY_DELAY_SECONDS = 3600

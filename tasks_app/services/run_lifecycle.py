@@ -22,9 +22,8 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from tasks_app.conf import app_settings
-
 from .. import actions, store
+from ..conf import app_settings
 from ..models import (
     EXPLICIT_TRIGGERS,
     OverlapPolicy,

@@ -11,9 +11,8 @@ from typing import Any
 
 from django.db import transaction
 
-from tasks_app.conf import app_settings
-
 from .. import dispatch
+from ..conf import app_settings
 from ..models import Run, RunStatus
 from .retry_policy import run_timeout_seconds, timed_out_error
 from .run_lifecycle import run_fail, run_interrupt, runs_expire

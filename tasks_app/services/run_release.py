@@ -24,9 +24,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from tasks_app.conf import app_settings
-
 from .. import dispatch, store
+from ..conf import app_settings
 from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, TaskStatus
 
 

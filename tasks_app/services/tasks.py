@@ -11,9 +11,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from tasks_app.conf import app_settings
-
 from .. import validation
+from ..conf import app_settings
 from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskState, TaskStatus, Trigger
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of

@@ -10,9 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from tasks_app.conf import app_settings
-
 from ..choices import ScheduleType
+from ..conf import app_settings
 from . import policies, scheduling
 
 if TYPE_CHECKING:

@@ -34,8 +34,7 @@ from celery import current_app
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
-from tasks_app.conf import app_settings
-
+from ..conf import app_settings
 from ..models import Run, RunStatus
 from ..services.run_recovery import (
     run_expire_overdue,

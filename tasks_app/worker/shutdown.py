@@ -31,7 +31,7 @@ from billiard.process import current_process
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
 from celery.worker import state
 
-from tasks_app.conf import app_settings
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 _state: dict[str, Any] = {"worker": None, "timer": None}
