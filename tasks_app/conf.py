@@ -2,8 +2,9 @@
 
 A project sets any of them in its Django settings (``TASKS_STALL_SECONDS = 90``); what it
 leaves out takes the default declared here. The app reads them only through
-:data:`app_settings`, without the prefix (``app_settings.STALL_SECONDS``), at the moment it
-needs them, so a value changed in a test (``override_settings``) is the value used.
+:data:`app_settings`, without the prefix (``app_settings.STALL_SECONDS``). A value is
+checked once and kept; a change through ``override_settings`` (as tests make them) is seen
+at once.
 
 Each read checks the value against the setting's type and bounds: a wrong one raises
 ``ImproperlyConfigured`` naming the setting and the rule (``TASKS_STALL_SECONDS must be a
@@ -25,6 +26,8 @@ from typing import Any, Generic, TypeVar, overload
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 PREFIX = "TASKS_"
 T = TypeVar("T")
@@ -51,7 +54,7 @@ class Setting(Generic[T]):
         self.doc = doc
         self.shown = shown
         self.name = ""
-        self._last: tuple[Any, T] | None = None  # the last raw value and its cleaned form
+        self._value: Any = _UNSET  # the checked value, until a setting changes
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = PREFIX + name
@@ -63,15 +66,15 @@ class Setting(Generic[T]):
     def __get__(self, obj: object | None, owner: type) -> Setting[T] | T:
         if obj is None:
             return self
-        raw = getattr(django_settings, self.name, _UNSET)
-        if raw is _UNSET:
-            return self.default_value()
-        last = self._last
-        if last is not None and last[0] is raw:
-            return last[1]
-        value = self.clean(raw)
-        self._last = (raw, value)
-        return value
+        value = self._value
+        if value is _UNSET:
+            raw = getattr(django_settings, self.name, _UNSET)
+            value = self.default_value() if raw is _UNSET else self.clean(raw)
+            self._value = value
+        return value  # type: ignore[no-any-return]
+
+    def forget(self) -> None:
+        self._value = _UNSET
 
     def default_value(self) -> T:
         default = self.default
@@ -97,6 +100,13 @@ class Setting(Generic[T]):
         return f"`{value}`"
 
 
+def _plain(number: object) -> str:
+    """``30`` for 30.0, ``0.2`` for 0.2, ``31536000`` for 365 days: never an exponent."""
+    if isinstance(number, float) and number.is_integer():
+        return str(int(number))
+    return str(number)
+
+
 class Number(Setting[T]):
     """A number of seconds, bytes, rows or times, with a lower (and maybe upper) bound."""
 
@@ -115,9 +125,9 @@ class Number(Setting[T]):
         self.integer = integer
         self.low, self.above, self.high = low, above, high
         kind = "a whole number" if integer else "a number"
-        bound = f"{'>' if above else '>='} {low:g}"
+        bound = f"{'>' if above else '>='} {_plain(low)}"
         if high is not None:
-            bound = f"between {low:g} and {high:g}"
+            bound = f"between {_plain(low)} and {_plain(high)}"
         self.rule = f"{kind} {bound}"
 
     def clean(self, value: Any) -> T:
@@ -141,7 +151,7 @@ class Number(Setting[T]):
             raise self.error(text) from None  # the variable's text, as the operator typed it
 
     def show(self, value: T) -> str:
-        return f"`{value:g}`" if isinstance(value, float) else f"`{value}`"
+        return f"`{_plain(value)}`"
 
 
 class Flag(Setting[bool]):
@@ -486,6 +496,15 @@ class AppSettings:
 
 
 app_settings = AppSettings()
+
+
+@receiver(setting_changed)
+def _forget_values(**_: Any) -> None:
+    """A setting changed (``override_settings``, pytest-django's ``settings``): read every
+    value again. (Without the memo, a setting left at its default cost Django's lookup an
+    exception on every read, several times per run.)"""
+    for setting in AppSettings.declared():
+        setting.forget()
 
 
 def environ_settings(environ: Mapping[str, str]) -> dict[str, Any]:
