@@ -1,5 +1,5 @@
 """End to end with ``TASKS_QUEUE_TYPE=quorum``: real worker, beat and publisher processes on a
-RabbitMQ quorum queue (project/queues.py, docs/operations.md#quorum-queues).
+RabbitMQ quorum queue (tasks_app/queues.py, docs/operations.md#quorum-queues).
 
 The test process itself runs with the session's classic settings, so every message here is
 published by a process started in quorum mode: beat (recurring fires, delayed runs it
