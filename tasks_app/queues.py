@@ -9,8 +9,10 @@ one place that gives them their arguments:
 - ``quorum``: ``x-queue-type: quorum`` (replicated by Raft across the cluster's nodes: a lost
   node loses no queued message) with ``x-delivery-limit``, on topic exchanges so Celery's
   native delayed delivery keeps an ETA message in RabbitMQ (``celery_delayed_*``) until its
-  last second; no ``x-max-priority`` (refused on quorum queues). ``project/settings.py``
-  sets the Celery options that go with it; docs/operations.md says what changes.
+  last second; no ``x-max-priority`` (refused on quorum queues). The project's settings
+  set the Celery options that go with it; docs/operations.md says what changes.
+
+A project's Celery app takes this table with ``Celery(..., amqp="tasks_app.queues:AMQP")``.
 
 A queue cannot change type or arguments in place: RabbitMQ answers ``PRECONDITION_FAILED``
 (``inequivalent arg ...``) to a declaration that differs from the existing queue.
