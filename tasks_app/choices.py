@@ -56,6 +56,13 @@ class RunStatus(models.TextChoices):
     SKIPPED = "skipped"
 
 
+# The width of every column that stores a status (``Run.status``, ``TaskState.status``,
+# ``RunTally.status``): written once here, so a longer status name cannot fit one column
+# and overflow another.
+STATUS_MAX_LENGTH = 12
+if any(len(s) > STATUS_MAX_LENGTH for s in [*TaskStatus.values, *RunStatus.values]):
+    raise ValueError(f"a status name is longer than STATUS_MAX_LENGTH ({STATUS_MAX_LENGTH})")
+
 FINAL_RUN_STATUSES = frozenset(
     {
         RunStatus.COMPLETED,

@@ -21,6 +21,7 @@ from .choices import (
     FINAL_RUN_STATUSES,
     RECURRING,
     RETRYABLE_RUN_STATUSES,
+    STATUS_MAX_LENGTH,
     CatchupPolicy,
     OverlapPolicy,
     RunStatus,
@@ -208,7 +209,9 @@ class TaskState(models.Model):
     task = models.OneToOneField(
         Task, primary_key=True, on_delete=models.CASCADE, related_name="state", editable=False
     )
-    status = models.CharField(max_length=10, choices=TaskStatus.choices, default=TaskStatus.CREATED)
+    status = models.CharField(
+        max_length=STATUS_MAX_LENGTH, choices=TaskStatus.choices, default=TaskStatus.CREATED
+    )
     next_run_at = models.DateTimeField(null=True, blank=True)
     # Plain integers: a PositiveIntegerField's ">= 0" check would be evaluated on every write.
     consecutive_failures = models.IntegerField(default=0)
@@ -230,7 +233,9 @@ class Run(models.Model):
     # No index of its own: run_task_due_idx (task, -due_at) serves every lookup by task.
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs", db_index=False)
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
-    status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.PENDING)
+    status = models.CharField(
+        max_length=STATUS_MAX_LENGTH, choices=RunStatus.choices, default=RunStatus.PENDING
+    )
     attempt = models.PositiveIntegerField(default=1)
     interruptions = models.PositiveSmallIntegerField(
         default=0,
@@ -335,7 +340,7 @@ class RunTally(models.Model):
     """Finished runs counted once each, by status and action, for ``/metrics``: a counter that
     neither retention nor deleting a task takes back (``tasks_app.services.run_tally``)."""
 
-    status = models.CharField(max_length=10)
+    status = models.CharField(max_length=STATUS_MAX_LENGTH)
     action = models.CharField(max_length=100)
     runs = models.BigIntegerField(default=0)
     lateness_count = models.BigIntegerField(default=0)
