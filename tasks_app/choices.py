@@ -1,7 +1,8 @@
 """The fixed vocabularies of tasks and runs: schedule kinds, policies, statuses, triggers.
 
 Pure (no models, no queries), so that validation, policies and the models can all import it.
-Statuses only move through the service layer (``tasks_app.services``).
+Statuses only move through the named statements of ``tasks_app.store``, along
+``store.RUN_TRANSITIONS`` for a run.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from .. import dispatch
+from .. import dispatch, store
 from ..models import Run, RunStatus
 from .retry_policy import run_timeout_seconds, timed_out_error
 from .run_lifecycle import run_fail, run_interrupt, runs_expire
@@ -106,9 +106,4 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     message turn up after all, the claim lets only one of the two start the run.
     """
     cutoff = now - timedelta(seconds=settings.TASKS_REQUEUE_AFTER_SECONDS)
-    return Run.objects.filter(
-        status=RunStatus.QUEUED,
-        queued_at__lt=cutoff,
-        due_at__lt=cutoff,
-        task__queue__in=list(queues),
-    ).update(status=RunStatus.PENDING, queued_at=None)
+    return store.execute("requeue_lost_runs", {"cutoff": cutoff, "queues": list(queues)})
