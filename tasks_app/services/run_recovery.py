@@ -106,4 +106,14 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     message turn up after all, the claim lets only one of the two start the run.
     """
     cutoff = now - timedelta(seconds=settings.TASKS_REQUEUE_AFTER_SECONDS)
-    return store.execute("requeue_lost_runs", {"cutoff": cutoff, "queues": list(queues)})
+    lost = list(
+        Run.objects.filter(
+            status=RunStatus.QUEUED,
+            queued_at__lt=cutoff,
+            due_at__lt=cutoff,
+            task__queue__in=list(queues),
+        ).values_list("id", flat=True)
+    )
+    # queued -> pending is one statement wherever it happens; conditional on queued, so a
+    # run claimed since it was read stays claimed.
+    return store.execute("unqueue_runs", {"run_ids": lost}) if lost else 0

@@ -161,8 +161,8 @@ UPDATE tasks_app_run
 
 -- name: unqueue_runs
 -- queued -> pending, for those of the given runs still queued: their message did not go
--- out, or was declined for now (a paused task holds its delayed runs; overlap buffer_one);
--- a later release publishes them again under the same id.
+-- out, was lost by the broker, or was declined for now (a paused task holds its delayed
+-- runs; overlap buffer_one); a later release publishes them again under the same id.
 UPDATE tasks_app_run
    SET status = 'pending', queued_at = NULL
  WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'queued';
@@ -172,15 +172,6 @@ UPDATE tasks_app_run
 UPDATE tasks_app_run
    SET status = 'skipped', finished_at = %(now)s, error = %(error)s
  WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'queued';
-
--- name: requeue_lost_runs
--- queued -> pending, for runs queued before %(cutoff)s (and due before it) in the given
--- queues, whose messages the broker no longer holds: the next release publishes them again.
-UPDATE tasks_app_run AS r
-   SET status = 'pending', queued_at = NULL
-  FROM tasks_app_task AS t
- WHERE t.id = r.task_id AND r.status = 'queued' AND r.queued_at < %(cutoff)s
-   AND r.due_at < %(cutoff)s AND t.queue = ANY(%(queues)s);
 
 -- name: skip_paused_fires
 -- A task paused: its schedule fires recorded ahead of their instant (pending or queued)
