@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import transaction
 
-from .. import dispatch
+from .. import dispatch, store
 from ..conf import app_settings
 from ..models import Run, RunStatus
 from .retry_policy import run_timeout_seconds, timed_out_error
@@ -106,9 +106,14 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     message turn up after all, the claim lets only one of the two start the run.
     """
     cutoff = now - timedelta(seconds=app_settings.REQUEUE_AFTER_SECONDS)
-    return Run.objects.filter(
-        status=RunStatus.QUEUED,
-        queued_at__lt=cutoff,
-        due_at__lt=cutoff,
-        task__queue__in=list(queues),
-    ).update(status=RunStatus.PENDING, queued_at=None)
+    lost = list(
+        Run.objects.filter(
+            status=RunStatus.QUEUED,
+            queued_at__lt=cutoff,
+            due_at__lt=cutoff,
+            task__queue__in=list(queues),
+        ).values_list("id", flat=True)
+    )
+    # queued -> pending is one statement wherever it happens; conditional on queued, so a
+    # run claimed since it was read stays claimed.
+    return store.execute("unqueue_runs", {"run_ids": lost}) if lost else 0

@@ -13,6 +13,7 @@ from django_celery_results.models import TaskResult
 from tasks_app import services
 from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus, Trigger
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 LIST = "admin:tasks_app_run_changelist"
@@ -20,7 +21,8 @@ LIST = "admin:tasks_app_run_changelist"
 
 def finished(run: Run, status: str, **fields) -> Run:
     now = timezone.now()
-    Run.objects.filter(pk=run.pk).update(
+    run_set(
+        run.pk,
         status=status,
         started_at=now - timedelta(seconds=2),
         finished_at=now,
