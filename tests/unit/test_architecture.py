@@ -133,6 +133,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.actions",
             "tasks_app.hardening",
             "tasks_app.client_address",
+            "tasks_app.queues",
         ),
     ),
     ("models", ("tasks_app.models",)),
@@ -160,6 +161,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.representations",
             "tasks_app.templatetags",
             "tasks_app.apps",
+            "tasks_app.urls",
         ),
     ),
 ]
