@@ -26,7 +26,7 @@ class AwareDateTimeField(serializers.DateTimeField):
     """ISO 8601 with a time-zone offset; a naive time is refused, never guessed."""
 
     default_error_messages = {
-        "naive": "must include a time-zone offset (e.g. 'Z' or '+02:00')",
+        "naive": validation.NAIVE_INSTANT,
     }
 
     def enforce_timezone(self, value: Any) -> Any:
@@ -44,7 +44,7 @@ def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
         help_text=help_text,
         error_messages={
             "min_value": "must not be negative",
-            "max_value": f"must be at most {limit:g} s (TASKS_MAX_DELAY_SECONDS)",
+            "max_value": validation.max_delay_message(),
         },
         **kwargs,
     )
@@ -98,19 +98,25 @@ class StrictSerializerMixin:
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
+def interval_field_kwargs() -> dict[str, Any]:
+    """``interval_seconds``: at most ``TASKS_MAX_DELAY_SECONDS`` (worded as the delays are)
+    or the field's own bound, whichever is lower."""
+    own = validation.NUMERIC_BOUNDS["interval_seconds"].high
+    if settings.TASKS_MAX_DELAY_SECONDS >= own:
+        return {"max_value": own}
+    return {
+        "max_value": int(settings.TASKS_MAX_DELAY_SECONDS),
+        "error_messages": {"max_value": validation.max_delay_message()},
+    }
+
+
 # The numeric bounds come from the model fields' validators (tasks_app.validation's
 # NUMERIC_BOUNDS), which DRF turns into min_value/max_value, so the OpenAPI document shows
-# them; the queue rule is stated here for the same reason (validate_task checks it again for
+# them; the queue rule is stated here for the same reason (the services check it again for
 # the admin and the CLI).
 TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
     "queue": {"validators": [validation.check_queue]},
-    "interval_seconds": {
-        "max_value": int(
-            min(
-                settings.TASKS_MAX_DELAY_SECONDS, validation.NUMERIC_BOUNDS["interval_seconds"].high
-            )
-        )
-    },
+    "interval_seconds": interval_field_kwargs(),
 }
 
 
@@ -187,7 +193,7 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     expires_at = AwareDateTimeField(required=False)
     schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
     interval_seconds = serializers.IntegerField(
-        required=False, min_value=1, max_value=int(settings.TASKS_MAX_DELAY_SECONDS)
+        required=False, min_value=1, **interval_field_kwargs()
     )
     cron = serializers.CharField(required=False, max_length=200)
     timezone = serializers.CharField(required=False, max_length=64)
@@ -220,7 +226,14 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
 
 
 class PauseSerializer(StrictSerializerMixin, serializers.Serializer):
-    note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+    note = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=validation.PAUSE_NOTE_MAX_LENGTH,
+        error_messages={"max_length": validation.PAUSE_NOTE_TOO_LONG},
+        help_text="Why the task is paused (optional; shown on the overview).",
+    )
 
 
 class EmptySerializer(StrictSerializerMixin, serializers.Serializer):

@@ -63,7 +63,7 @@ def instant(text: str) -> datetime:
     if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date-time")
     if timezone.is_naive(value):
-        raise argparse.ArgumentTypeError(f"{text!r} has no time-zone offset (add Z or +HH:MM)")
+        raise argparse.ArgumentTypeError(f"{text!r} {validation.NAIVE_INSTANT}")
     return value
 
 
@@ -73,9 +73,7 @@ def json_object(text: str) -> dict[str, Any]:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
     except RecursionError:
-        raise argparse.ArgumentTypeError(
-            f"nests deeper than {validation.MAX_JSON_DEPTH} levels"
-        ) from None
+        raise argparse.ArgumentTypeError(validation.TOO_DEEP) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
