@@ -244,7 +244,7 @@ def max_delay_message(*, ahead: bool = False) -> str:
     """The rule of ``TASKS_MAX_DELAY_SECONDS``, one sentence for every field it bounds (a
     delay, an expiry, an interval; ``ahead``: an instant, measured from now)."""
     limit = seconds_text(settings.TASKS_MAX_DELAY_SECONDS)
-    return f"must be at most {limit}{' from now' if ahead else ''} (TASKS_MAX_DELAY_SECONDS)"
+    return f"must be at most {limit}{' from now' if ahead else ''}, the TASKS_MAX_DELAY_SECONDS setting"
 
 
 def max_delay() -> timedelta:

@@ -98,25 +98,13 @@ class StrictSerializerMixin:
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
-def interval_field_kwargs() -> dict[str, Any]:
-    """``interval_seconds``: at most ``TASKS_MAX_DELAY_SECONDS`` (worded as the delays are)
-    or the field's own bound, whichever is lower."""
-    own = validation.NUMERIC_BOUNDS["interval_seconds"].high
-    if settings.TASKS_MAX_DELAY_SECONDS >= own:
-        return {"max_value": own}
-    return {
-        "max_value": int(settings.TASKS_MAX_DELAY_SECONDS),
-        "error_messages": {"max_value": validation.max_delay_message()},
-    }
-
-
 # The numeric bounds come from the model fields' validators (tasks_app.validation's
 # NUMERIC_BOUNDS), which DRF turns into min_value/max_value, so the OpenAPI document shows
 # them; the queue rule is stated here for the same reason (the services check it again for
-# the admin and the CLI).
+# the admin and the CLI). An interval longer than TASKS_MAX_DELAY_SECONDS but within the
+# field's bound is refused by the services, in the words the admin and the CLI use.
 TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
     "queue": {"validators": [validation.check_queue]},
-    "interval_seconds": interval_field_kwargs(),
 }
 
 
@@ -193,7 +181,9 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     expires_at = AwareDateTimeField(required=False)
     schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
     interval_seconds = serializers.IntegerField(
-        required=False, min_value=1, **interval_field_kwargs()
+        required=False,
+        min_value=validation.NUMERIC_BOUNDS["interval_seconds"].low,
+        max_value=validation.NUMERIC_BOUNDS["interval_seconds"].high,
     )
     cron = serializers.CharField(required=False, max_length=200)
     timezone = serializers.CharField(required=False, max_length=64)
