@@ -18,7 +18,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from tasks_app import services, validation
+from tasks_app import services
 from tasks_app.models import Run, Task
 from tests.admin.test_forms import form
 from tests.services.test_run_lifecycle import queued_run
@@ -31,6 +31,7 @@ MAX_DELAY = "must be at most 365 days (31,536,000 s), the TASKS_MAX_DELAY_SECOND
 MAX_DELAY_AHEAD = (
     "must be at most 365 days (31,536,000 s) from now, the TASKS_MAX_DELAY_SECONDS setting"
 )
+NOTE_MAX = 2000
 NOTE_TOO_LONG = "must be at most 2,000 characters"
 
 
@@ -203,7 +204,7 @@ def test_a_pause_note_is_optional_everywhere(entry: str, superuser: Any) -> None
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 def test_a_pause_note_longer_than_the_maximum_is_worded_once(entry: str, superuser: Any) -> None:
     task = on_demand_task()
-    note = "n" * (validation.PAUSE_NOTE_MAX_LENGTH + 1)
+    note = "n" * (NOTE_MAX + 1)
     if entry == "api":
         detail = api_error(superuser, "post", "/api/tasks/rules/pause", {"note": note})
         assert detail == {"note": [NOTE_TOO_LONG]}
@@ -222,7 +223,7 @@ def test_a_pause_note_of_the_maximum_length_is_kept_whole(entry: str, superuser:
     """2,000 characters are taken as they are by each way in (the admin's input once
     stopped at 500)."""
     task = on_demand_task()
-    note = "m" * validation.PAUSE_NOTE_MAX_LENGTH
+    note = "m" * NOTE_MAX
     if entry == "api":
         client = APIClient()
         client.force_authenticate(superuser)
@@ -250,7 +251,7 @@ def test_auto_pause_shortens_its_note_to_the_same_maximum() -> None:
     services.run_execute(run_id=str(queued_run(task).id), worker="w")
     task.refresh_from_db()
     assert task.paused
-    assert len(task.pause_note) == validation.PAUSE_NOTE_MAX_LENGTH
+    assert len(task.pause_note) == NOTE_MAX
     assert task.pause_note.startswith("auto-paused after 1 consecutive failures; last: ")
     assert task.pause_note.endswith("x\u2026")
 
