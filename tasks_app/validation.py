@@ -92,6 +92,11 @@ REQUIRED_FOR_SCHEDULE = {
 }
 
 
+def not_both(first: str, second: str) -> str:
+    """How two fields that exclude each other are worded when both are given."""
+    return f"give either {first} or {second}, not both"
+
+
 def cron_problem(exc: Exception) -> str:
     """How a cron expression that does not parse is worded."""
     return f"invalid cron expression: {exc}"

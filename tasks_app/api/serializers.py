@@ -156,7 +156,7 @@ class TaskCreateSerializer(TaskFieldsSerializer):
         kind = attrs.get("schedule_type", ScheduleType.NONE)
         if "delay_seconds" in attrs and attrs.get("run_at") is not None:
             raise serializers.ValidationError(
-                {"delay_seconds": ["give either delay_seconds or run_at, not both"]}
+                {"delay_seconds": [validation.not_both("delay_seconds", "run_at")]}
             )
         if kind == ScheduleType.ONCE and "delay_seconds" in attrs:
             raise serializers.ValidationError(

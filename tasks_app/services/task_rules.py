@@ -29,6 +29,7 @@ from ..validation import (
     check_queue,
     check_run_at,
     cron_problem,
+    not_both,
     storable_errors,
 )
 
@@ -166,9 +167,7 @@ def check_expiry(
 ) -> datetime | None:
     """The deadline after which a not-yet-started run is expired instead of run late."""
     if expires_in_seconds is not None and expires_at is not None:
-        raise ValidationError(
-            {"expires_at": ["give either expires_in_seconds or expires_at, not both"]}
-        )
+        raise ValidationError({"expires_at": [not_both("expires_in_seconds", "expires_at")]})
     if expires_in_seconds is not None:
         return due_at + check_delay(expires_in_seconds, field="expires_in_seconds")
     if expires_at is not None:

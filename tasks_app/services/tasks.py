@@ -241,8 +241,10 @@ def task_schedule_once(
     """One run after ``delay_seconds`` or at ``run_at`` (exactly one of them)."""
     check_runnable(task)
     now = timezone.now()
-    if (delay_seconds is None) == (run_at is None):
-        raise ValidationError({"delay_seconds": ["give exactly one of delay_seconds or run_at"]})
+    if delay_seconds is not None and run_at is not None:
+        raise ValidationError({"delay_seconds": [validation.not_both("delay_seconds", "run_at")]})
+    if delay_seconds is None and run_at is None:
+        raise ValidationError({"delay_seconds": ["give delay_seconds or run_at"]})
     if delay_seconds is not None:
         due_at = now + validation.check_delay(delay_seconds)
         trigger = Trigger.DELAY

@@ -312,3 +312,37 @@ def test_the_field_a_schedule_needs_is_worded_once(kind: str, entry: str, superu
     else:
         assert admin_preview_error(superuser, fields) == {field: [rule]}
     assert not Task.objects.exists()
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_an_interval_below_one_second_is_worded_once(entry: str, superuser: Any) -> None:
+    """The CLI once refused ``--every 0s`` in words of its own."""
+    rule = "Ensure this value is greater than or equal to 1."
+    if entry == "api":
+        body = {"id": "rules", "action": "noop", "schedule_type": "interval"}
+        detail = api_error(superuser, "post", "/api/tasks", {**body, "interval_seconds": 0})
+        assert detail == {"interval_seconds": [rule]}
+    elif entry == "cli":
+        line = cli_error("create", "rules", "--action", "noop", "--every", "0s")
+        assert line.endswith(f"interval_seconds: {rule}")
+    else:
+        errors = admin_errors(superuser, schedule_type="interval", interval_seconds="0")
+        assert errors["interval_seconds"] == [rule]
+    assert not Task.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "call", ("create", "schedule")
+)  # the CLI's --in and --at exclude each other
+def test_a_delay_and_an_instant_together_are_worded_once(call: str, superuser: Any) -> None:
+    at = (timezone.now() + timedelta(hours=1)).isoformat()
+    both = {"delay_seconds": 60, "run_at": at}
+    if call == "create":
+        detail = api_error(
+            superuser, "post", "/api/tasks", {"id": "rules", "action": "noop", **both}
+        )
+    else:
+        on_demand_task()
+        detail = api_error(superuser, "post", "/api/tasks/rules/schedule", both)
+    assert detail == {"delay_seconds": ["give either delay_seconds or run_at, not both"]}
+    assert Run.objects.count() == 0

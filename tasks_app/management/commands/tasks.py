@@ -630,10 +630,11 @@ class Command(BaseCommand):
 
 
 def _whole_seconds(value: float, option: str) -> int:
-    if value != int(value) or value < 1:
+    """A duration option as the integer field it sets; its bounds are the field's, checked
+    (and worded) by the services as for the API and the admin."""
+    if value != int(value):
         raise CommandError(
-            f"--{option.replace('_', '-')} must be a whole number of seconds, at least 1s",
-            returncode=2,
+            f"--{option.replace('_', '-')} must be a whole number of seconds", returncode=2
         )
     return int(value)
 
