@@ -29,7 +29,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from .. import selectors, validation
 from ..models import RECURRING, RunStatus, ScheduleType, Task
-from ..services.task_rules import task_check
+from ..services.task_rules import validate_task
 from ..timing import scheduling
 from . import overview
 
@@ -242,7 +242,7 @@ def preview_view(request: HttpRequest) -> JsonResponse:
 def payload_check_view(request: HttpRequest) -> JsonResponse:
     """``POST /admin/tasks_app/task/payload-check/`` with ``action`` and ``payload`` (JSON
     text): ``{"ok": bool, "errors": [message]}`` from the very check a save runs
-    (``services.task_rules.task_check``: the action's schema, then its own rules such as refused
+    (``services.task_rules.validate_task``: the action's schema, then its own rules such as refused
     addresses). The task form calls it as you type; nothing is saved."""
     if request.method != "POST":
         return JsonResponse({"error": "POST action and payload"}, status=405)
@@ -254,7 +254,8 @@ def payload_check_view(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"ok": False, "errors": [validation.TOO_DEEP]})
     task = Task(action=request.POST.get("action", ""), payload=payload)
     try:
-        task_check(task, stored=None)
+        validation.check_storable(task)  # what Postgres cannot store, then the save's rules
+        validate_task(task)
     except ValidationError as exc:
         errors = [m for field in ("action", "payload") for m in exc.message_dict.get(field, [])]
         return JsonResponse({"ok": not errors, "errors": errors})
