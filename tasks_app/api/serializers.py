@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.utils import timezone
 from rest_framework import serializers
@@ -103,8 +104,15 @@ class StrictSerializerMixin:
 # them; the queue rule is stated here for the same reason (the services check it again for
 # the admin and the CLI). An interval longer than TASKS_MAX_DELAY_SECONDS but within the
 # field's bound is refused by the services, in the words the admin and the CLI use.
+def length_of(name: str) -> MaxLengthValidator:
+    """Django's length validator of the task field ``name`` (its message is the admin's)."""
+    field = Task._meta.get_field(name)
+    assert isinstance(field, models.CharField) and field.max_length is not None
+    return MaxLengthValidator(field.max_length)
+
+
 TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
-    "queue": {"validators": [validation.check_queue]},
+    "queue": {"validators": [length_of("queue"), validation.check_queue]},
 }
 
 
@@ -121,6 +129,18 @@ class TaskFieldsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
         model = Task
         fields: tuple[str, ...] = TASK_FIELDS
         extra_kwargs: dict[str, dict[str, Any]] = TASK_FIELD_KWARGS
+
+    def build_standard_field(
+        self, field_name: str, model_field: Any
+    ) -> tuple[type, dict[str, Any]]:
+        """A text field's length is checked by Django's own validator (the OpenAPI document
+        still states it): a text too long is worded as the admin and the CLI word it, not in
+        DRF's sentence of its own."""
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        limit = kwargs.pop("max_length", None)
+        if limit is not None:
+            kwargs["validators"] = [*kwargs.get("validators", []), MaxLengthValidator(limit)]
+        return field_class, kwargs
 
 
 class TaskCreateSerializer(TaskFieldsSerializer):
@@ -148,7 +168,7 @@ class TaskCreateSerializer(TaskFieldsSerializer):
         )
         extra_kwargs = {
             **TASK_FIELD_KWARGS,
-            "id": {"required": False, "validators": [task_id_validator]},
+            "id": {"required": False, "validators": [length_of("id"), task_id_validator]},
             "action": {"required": True},
         }
 
@@ -185,8 +205,8 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
         min_value=validation.NUMERIC_BOUNDS["interval_seconds"].low,
         max_value=validation.NUMERIC_BOUNDS["interval_seconds"].high,
     )
-    cron = serializers.CharField(required=False, max_length=200)
-    timezone = serializers.CharField(required=False, max_length=64)
+    cron = serializers.CharField(required=False, validators=[length_of("cron")])
+    timezone = serializers.CharField(required=False, validators=[length_of("timezone")])
     start_at = AwareDateTimeField(required=False, allow_null=True)
     end_at = AwareDateTimeField(required=False, allow_null=True)
 

@@ -346,3 +346,27 @@ def test_a_delay_and_an_instant_together_are_worded_once(call: str, superuser: A
         detail = api_error(superuser, "post", "/api/tasks/rules/schedule", both)
     assert detail == {"delay_seconds": ["give either delay_seconds or run_at, not both"]}
     assert Run.objects.count() == 0
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_a_text_longer_than_its_field_is_worded_once(entry: str, superuser: Any) -> None:
+    """The API once had a sentence of its own ("Ensure this field has no more than ...")."""
+    name = "n" * 201
+    rule = "Ensure this value has at most 200 characters (it has 201)."
+    if entry == "api":
+        body = {"id": "rules", "action": "noop", "name": name}
+        assert api_error(superuser, "post", "/api/tasks", body) == {"name": [rule]}
+    elif entry == "cli":
+        line = cli_error("create", "rules", "--action", "noop", "--name", name)
+        assert line.endswith(f"name: {rule}")
+    else:
+        assert admin_errors(superuser, name=name)["name"] == [rule]
+    assert not Task.objects.exists()
+
+
+def test_the_schedule_call_words_a_too_long_cron_as_the_task_does(superuser: Any) -> None:
+    on_demand_task()
+    body = {"schedule_type": "cron", "cron": "*" * 201}
+    assert api_error(superuser, "post", "/api/tasks/rules/schedule", body) == {
+        "cron": ["Ensure this value has at most 200 characters (it has 201)."]
+    }
