@@ -92,6 +92,11 @@ REQUIRED_FOR_SCHEDULE = {
 }
 
 
+def between(low: int, high: int) -> str:
+    """How a count asked for outside its range is worded (``--count``, ``?count=``)."""
+    return f"must be between {low:,} and {high:,}"
+
+
 def not_both(first: str, second: str) -> str:
     """How two fields that exclude each other are worded when both are given."""
     return f"give either {first} or {second}, not both"

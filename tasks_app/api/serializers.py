@@ -274,7 +274,16 @@ class BackfillResultSerializer(serializers.Serializer):
 
 
 class PreviewQuerySerializer(serializers.Serializer):
-    count = serializers.IntegerField(required=False, default=5, min_value=1, max_value=MAX_PREVIEW)
+    count = serializers.IntegerField(
+        required=False,
+        default=5,
+        min_value=1,
+        max_value=MAX_PREVIEW,
+        error_messages={
+            "min_value": validation.between(1, MAX_PREVIEW),
+            "max_value": validation.between(1, MAX_PREVIEW),
+        },
+    )
 
 
 class FireSerializer(serializers.Serializer):

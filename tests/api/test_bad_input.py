@@ -274,7 +274,7 @@ CASES: dict[str, tuple[str, str, Any, int, str, str]] = {
         None,
         400,
         "count",
-        "less than or equal to 100",
+        "must be between 1 and 100",
     ),
     "page 10**30": (
         "get",

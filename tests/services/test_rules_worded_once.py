@@ -370,3 +370,20 @@ def test_the_schedule_call_words_a_too_long_cron_as_the_task_does(superuser: Any
     assert api_error(superuser, "post", "/api/tasks/rules/schedule", body) == {
         "cron": ["Ensure this value has at most 200 characters (it has 201)."]
     }
+
+
+@pytest.mark.parametrize("entry", ("api", "cli"))  # the admin previews a fixed five fires
+@pytest.mark.parametrize("count", ("0", "101"))
+def test_a_preview_count_out_of_range_is_worded_once(
+    entry: str, count: str, superuser: Any
+) -> None:
+    services.task_create(id="rules", action="noop", schedule_type="interval", interval_seconds=60)
+    rule = "must be between 1 and 100"
+    if entry == "api":
+        client = APIClient()
+        client.force_authenticate(superuser)
+        response = client.get(f"/api/tasks/rules/preview?count={count}")
+        assert response.status_code == 400
+        assert response.json()["detail"] == {"count": [rule]}
+    else:
+        assert cli_error("preview", "rules", "--count", count).endswith(f"--count: {rule}")

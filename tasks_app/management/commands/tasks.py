@@ -89,7 +89,7 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+            raise argparse.ArgumentTypeError(validation.between(low, high))
         return value
 
     return parse
