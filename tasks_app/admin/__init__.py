@@ -20,8 +20,9 @@ through Django's hooks (``has_<perm>_permission``, ``@admin.action(permissions=[
 it offers only what the user may do, and a refusal is a message or a 403, never a write.
 
 Modules: ``site`` (header, index order), ``forms`` (the task form), ``tasks`` and ``runs``
-(the two model pages), ``buttons`` (the POST-only buttons), ``views`` (overview, preview,
-payload check, presentation), ``overview`` (its data), ``paging``.
+(the two model pages; ``task_columns``: how a task is shown), ``buttons`` (the POST-only
+buttons), ``views`` (overview, preview, payload check, presentation), ``overview`` (its
+data), ``paging``.
 """
 
 from . import runs, site, tasks
