@@ -40,7 +40,7 @@ OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "check": ["view_task"],  # the task form's payload check as you type
     "actions": ["view_task"],
     "update": ["view_task", "change_task"],
-    "delete": ["view_task", "delete_task"],
+    "delete": ["view_task", "delete_task", "delete_run"],  # its runs go with it
     "duplicate": ["view_task", "add_task"],
     "execute": ["view_task", "add_run"],
     "schedule": ["view_task", "change_task", "add_run"],

@@ -319,7 +319,9 @@ def task_create_with_run(
     """
     one_off = any(v is not None for v in (delay_seconds, run_at, expires_in_seconds, expires_at))
     if one_off:  # refused before anything is written, the task included
-        by = permissions.authorize(by, "create", creates_run=True)
+        by = permissions.authorize(
+            by, "create", action=fields.get("action") or (), creates_run=True
+        )
     with transaction.atomic():
         task = task_create(id=id, by=by, **fields)
         run = None

@@ -59,7 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "create_with_run": {"superuser"},  # a delay of 0 creates a run: add_run too
     "update": {"change_task", "superuser"},
     "update_to_once": {"superuser"},  # a once schedule creates its run: add_run too
-    "delete": {"change_task", "superuser"},
+    "delete": {"superuser"},  # the task's runs go with it: delete_run too
     "duplicate": {"change_task", "superuser"},
     "duplicate_once": {"superuser"},  # the copy of a once task gets its own run
     "pause": {"change_task", "superuser"},
