@@ -1,4 +1,13 @@
-"""Who may use which action: the one place that decides it.
+"""Who may do what: the one place that decides it.
+
+Model permissions say what a user may do with tasks and runs, per operation
+(``OPERATION_PERMISSIONS``); every way in asks this one table. The services decide: called
+with ``by=`` a user (the admin's, the API's, the CLI's ``--as``) they refuse what the user
+may not do with :class:`OperationNotPermitted` or :class:`ActionNotPermitted`, before
+writing anything; called with ``by=`` a name (beat, the trusted CLI operator, ``system``)
+they do not check. The entry points translate the refusal (API 403, CLI one line and exit
+status 1, admin message or 403) and use :func:`allows` to offer only what the user may do;
+the reads (lists, pages, the overview) ask :func:`authorize` themselves.
 
 Model permissions (``add_task``, ``change_task``, ``add_run``, ...) say what a user may do
 with tasks and runs; they do not say *what* a task may do. An action registered with a
@@ -10,8 +19,8 @@ now, a one-off schedule, backfill, retry). Like every Django permission it is he
 superusers and granted to nobody else until an administrator does. ``noop``, ``echo``,
 ``sleep`` and ``fail`` need none.
 
-The admin, the API and the CLI (``--as USER``) call :func:`check_actions` before the
-service; the admin also offers only :func:`usable_actions` in its action list.
+Creating a run by any route needs ``add_run``: run now, a one-off schedule, a task created
+or changed with a delay or a ``once`` schedule, a duplicate that fires once, backfill, retry.
 """
 
 from __future__ import annotations
@@ -22,28 +31,37 @@ from django.core.exceptions import PermissionDenied
 
 from . import actions
 
-# What a user needs, per operation: the CLI when it acts as that user (``--as``), and the
-# API views of the same operations (their ``required_perms``, ``api.permissions``).
+# What a user needs, per operation (codenames of ``tasks_app`` model permissions).
 OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "create": ["add_task"],
     "list": ["view_task"],
     "get": ["view_task"],
     "preview": ["view_task"],
+    "check": ["view_task"],  # the task form's payload check as you type
+    "actions": ["view_task"],
     "update": ["view_task", "change_task"],
-    "delete": ["view_task", "delete_task"],
+    "delete": ["view_task", "delete_task", "delete_run"],  # its runs go with it
+    "duplicate": ["view_task", "add_task"],
     "execute": ["view_task", "add_run"],
     "schedule": ["view_task", "change_task", "add_run"],
     "pause": ["view_task", "change_task"],
     "resume": ["view_task", "change_task"],
     "backfill": ["view_task", "add_run"],
+    "task_runs": ["view_task", "view_run"],
     "runs": ["view_run"],
     "cancel": ["view_run", "change_run"],
     "retry": ["view_run", "add_run"],
+    "prune": ["view_run", "delete_run"],
+    "overview": ["view_task", "view_run"],
 }
+# A write that also creates a run (a delay, a ``once`` schedule) needs this besides.
+RUN_PERMISSION = "add_run"
 
 
 class User(Protocol):
     def has_perm(self, perm: str, obj: Any = None) -> bool: ...
+
+    def get_username(self) -> str: ...
 
 
 class ActionNotPermitted(PermissionDenied):
@@ -91,7 +109,56 @@ def check_actions(user: User, *names: str) -> None:
             raise ActionNotPermitted(name, permission)
 
 
-def missing_permissions(user: User, operation: str) -> list[str]:
-    """The model permissions ``user`` lacks for ``operation`` (see ``OPERATION_PERMISSIONS``)."""
-    needed = [f"tasks_app.{codename}" for codename in OPERATION_PERMISSIONS[operation]]
+def missing_permissions(user: User, operation: str, *, creates_run: bool = False) -> list[str]:
+    """The model permissions ``user`` lacks for ``operation`` (see ``OPERATION_PERMISSIONS``);
+    ``creates_run``: this call also creates a run, which needs ``add_run``."""
+    codenames = [*OPERATION_PERMISSIONS[operation], *([RUN_PERMISSION] if creates_run else [])]
+    needed = [f"tasks_app.{codename}" for codename in dict.fromkeys(codenames)]
     return [p for p in needed if not user.has_perm(p)]
+
+
+class OperationNotPermitted(PermissionDenied):
+    """The user lacks a model permission ``operation`` needs (HTTP 403 naming it)."""
+
+    def __init__(self, operation: str, missing: list[str], username: str) -> None:
+        self.operation = operation
+        self.missing = missing
+        super().__init__(
+            f"{operation} needs {', '.join(missing)}, which {username or 'you'} does not hold"
+        )
+
+
+Actor = str | User
+"""Who calls a service: a user (checked) or a name (beat, the trusted CLI operator: not)."""
+
+
+def is_user(by: Any) -> bool:
+    return not isinstance(by, str)
+
+
+def actor_name(by: Actor) -> str:
+    """The name the audit trail records for ``by``."""
+    return by if isinstance(by, str) else str(by.get_username())
+
+
+def allows(user: User, operation: str, *, creates_run: bool = False) -> bool:
+    """Whether ``user`` holds every model permission ``operation`` needs."""
+    return not missing_permissions(user, operation, creates_run=creates_run)
+
+
+def authorize(
+    by: Actor, operation: str, *, action: str | tuple[str, ...] = (), creates_run: bool = False
+) -> str:
+    """Refuse ``operation`` unless ``by`` may do it (and use ``action``: one name, or the
+    stored and the new one of a change); answer the name for the audit trail.
+
+    A name (not a user) is trusted and not checked: beat, ``system``, the CLI without
+    ``--as``. Raises :class:`OperationNotPermitted` or :class:`ActionNotPermitted`.
+    """
+    if isinstance(by, str):
+        return by
+    missing = missing_permissions(by, operation, creates_run=creates_run)
+    if missing:
+        raise OperationNotPermitted(operation, missing, actor_name(by))
+    check_actions(by, *((action,) if isinstance(action, str) else action))
+    return actor_name(by)

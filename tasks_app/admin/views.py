@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import selectors, validation
+from .. import permissions, selectors, validation
 from ..conf import app_settings
 from ..models import RECURRING, RunStatus, ScheduleType, Task
 from ..services.task_rules import validate_task
@@ -210,8 +210,9 @@ def preview_view(request: HttpRequest) -> JsonResponse:
     """``GET /admin/tasks_app/task/preview/?schedule_type=cron&cron=...&timezone=...``
 
     Answers ``{"description", "fires": [{"utc", "local", ...}]}`` or 400 with
-    ``{"errors": {field: [message]}}``. Nothing is saved.
+    ``{"errors": {field: [message]}}``. Nothing is saved. Needs what reading a task needs.
     """
+    permissions.authorize(request.user, "preview")
     data = request.GET.copy()
     for name in ("run_at", "end_at"):  # the admin's split widgets send _0 (date) and _1 (time)
         if f"{name}_0" not in data:
@@ -242,8 +243,10 @@ def preview_view(request: HttpRequest) -> JsonResponse:
 def payload_check_view(request: HttpRequest) -> JsonResponse:
     """``POST /admin/tasks_app/task/payload-check/`` with ``action`` and ``payload`` (JSON
     text): ``{"ok": bool, "errors": [message]}`` from the very check a save runs
-    (``services.task_rules.validate_task``: the action's schema, then its own rules such as refused
-    addresses). The task form calls it as you type; nothing is saved."""
+    (``services.task_rules.validate_task``: the action's schema, then its own rules such as
+    refused addresses). The task form calls it as you type; nothing is saved. Needs what
+    reading a task needs (its messages name the settings' allow-lists)."""
+    permissions.authorize(request.user, "check")
     if request.method != "POST":
         return JsonResponse({"error": "POST action and payload"}, status=405)
     try:
@@ -378,7 +381,9 @@ def status_legend() -> SafeString:
 
 
 def overview_view(request: HttpRequest) -> HttpResponse:
-    """``/admin/overview/``: what is happening now, for the operator on call."""
+    """``/admin/overview/``: what is happening now, for the operator on call (who may read
+    tasks and runs)."""
+    permissions.authorize(request.user, "overview")
     data = overview.overview_get(with_health=False)
     # The worker ping waits its whole timeout for replies: unless a fresh result is cached,
     # the page shows the four quick checks at once and fetches the workers' row after.
@@ -401,5 +406,7 @@ def overview_view(request: HttpRequest) -> HttpResponse:
 
 
 def overview_health_view(request: HttpRequest) -> JsonResponse:
-    """``/admin/overview/health/``: the health table's data (refreshed at most every 10 s)."""
+    """``/admin/overview/health/``: the health table's data (refreshed at most every 10 s),
+    for whoever may read the overview."""
+    permissions.authorize(request.user, "overview")
     return JsonResponse({"health": overview.health_get()})

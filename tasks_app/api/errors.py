@@ -20,7 +20,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..permissions import ActionNotPermitted
+from ..permissions import ActionNotPermitted, OperationNotPermitted
 from ..services import ConflictError
 
 NON_FIELD = "non_field_errors"
@@ -90,6 +90,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, ActionNotPermitted):
         return Response(
             error_body(exc.sentence, {"action": [f"needs the permission {exc.permission}"]}),
+            status=status.HTTP_403_FORBIDDEN,
+        )
+    if isinstance(exc, OperationNotPermitted):
+        text = f"{exc.operation} needs {', '.join(exc.missing)}"
+        return Response(
+            error_body(
+                f"You do not have permission to perform this action: {text}.",
+                {"permission": [f"{exc.operation} needs {p}" for p in exc.missing]},
+            ),
             status=status.HTTP_403_FORBIDDEN,
         )
     if isinstance(exc, ConflictError):

@@ -1,6 +1,8 @@
-"""Django model permissions, reads included: ``view_*`` to read, ``add_*``/``change_*``/
-``delete_*`` to write. A view names its model (``perm_model``) and may override the
-permissions an action needs (``required_perms``: ``{method: [codename, ...]}``)."""
+"""Who may call a route: each view names the operation of each method (``operations``:
+``{"GET": "list", "POST": "create"}``), and ``tasks_app.permissions.OPERATION_PERMISSIONS``
+says what the operation needs, the same table the services, the admin and the CLI use.
+``HEAD`` needs what ``GET`` needs; ``OPTIONS`` what ``GET`` needs, or the view's first method
+on a route without ``GET``. A method the view answers but does not name is refused."""
 
 from __future__ import annotations
 
@@ -9,32 +11,23 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-METHOD_VERBS = {
-    "GET": "view",
-    "HEAD": "view",
-    "OPTIONS": "view",
-    "POST": "add",
-    "PUT": "change",
-    "PATCH": "change",
-    "DELETE": "delete",
-}
+from .. import permissions
 
 
-def required_permissions(view: Any, method: str) -> list[str]:
-    explicit: dict[str, list[str]] = getattr(view, "required_perms", {}) or {}
-    if method in explicit:
-        return [f"tasks_app.{codename}" for codename in explicit[method]]
-    model = getattr(view, "perm_model", None)
-    if model is None:
-        return []
-    verb = METHOD_VERBS.get(method)
-    if verb is None:
-        return ["tasks_app.__no_such_permission__"]
-    return [f"{model._meta.app_label}.{verb}_{model._meta.model_name}"]
+def operation_of(view: Any, method: str) -> str | None:
+    """The operation ``method`` performs on ``view`` (``None``: the method is not named)."""
+    named: dict[str, str] = getattr(view, "operations", {}) or {}
+    if method in named:
+        return named[method]
+    if method == "HEAD":
+        return named.get("GET")
+    if method == "OPTIONS":
+        return named.get("GET") or next(iter(named.values()), None)
+    return None
 
 
 class ModelPermissions(BasePermission):
-    """Authenticated, and holding the model permissions the method needs."""
+    """Authenticated, and holding the model permissions the method's operation needs."""
 
     message = "You do not have permission to perform this action."
 
@@ -42,4 +35,10 @@ class ModelPermissions(BasePermission):
         user = request.user
         if not (user and user.is_authenticated):
             return False
-        return bool(user.has_perms(required_permissions(view, request.method or "GET")))
+        method = request.method or "GET"
+        operation = operation_of(view, method)
+        if operation is None:
+            # Not named: refused, unless the view does not answer it at all (then a 405).
+            return not hasattr(view, method.lower())
+        permissions.authorize(user, operation)
+        return True

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from .. import permissions
 from ..models import ScheduleType, Task
 from .tasks import TASK_FIELDS, task_create, task_pause
 
 DUPLICATE_SUFFIX = "-copy"
 
 
-def task_duplicate(*, task: Task, new_id: str | None = None, by: str = "") -> Task:
+def task_duplicate(*, task: Task, new_id: str | None = None, by: permissions.Actor = "") -> Task:
     """Create a copy of ``task`` (every field a user sets) under ``new_id``.
 
     Without ``new_id`` the copy is ``<id>-copy``, then ``<id>-copy-2``, ... whichever is free.
@@ -18,14 +19,16 @@ def task_duplicate(*, task: Task, new_id: str | None = None, by: str = "") -> Ta
     paused with a note, so two identical schedules never fire side by side before someone
     has looked at the copy; an on-demand copy is ready at once. Raises ``ValidationError``
     (the copy is refused by the same checks as any task) or ``ConflictError`` (``new_id``
-    is taken); nothing is written then.
+    is taken); nothing is written then. ``by`` a user needs ``add_task`` (and ``add_run``
+    for a copy that fires once: creating it creates its run).
     """
+    name = permissions.authorize(by, "duplicate", action=task.action)
     fields = {name: getattr(task, name) for name in TASK_FIELDS}
     fields["name"] = f"{task.name} (copy)" if task.name else ""
     with transaction.atomic():
         copy = task_create(id=new_id or _free_id(task.pk), by=by, **fields)
         if copy.schedule_type != ScheduleType.NONE:
-            task_pause(task=copy, note=f"Duplicate of {task.pk}: review, then resume.", by=by)
+            task_pause(task=copy, note=f"Duplicate of {task.pk}: review, then resume.", by=name)
     return copy
 
 

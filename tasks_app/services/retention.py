@@ -34,7 +34,7 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import store
+from .. import permissions, store
 from ..conf import app_settings
 from ..models import FINAL_RUN_STATUSES, RunStatus, Task
 
@@ -122,14 +122,17 @@ def runs_prune(
     batch: int | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     pause: Callable[[float], None] | None = None,
+    by: permissions.Actor = "",
 ) -> PruneReport:
     """One retention pass: every expired row, ``batch`` rows per statement (each its own
     short transaction), until none is left or ``should_stop()``.
 
     ``pause(seconds_the_batch_took)`` is called after every full batch: the beat thread
     sleeps there so that deletion takes at most ``TASKS_RETENTION_SHARE`` of its time.
-    Idempotent and safe to run from several processes at once.
+    Idempotent and safe to run from several processes at once. ``by`` a user needs
+    ``delete_run``.
     """
+    permissions.authorize(by, "prune")
     now = now or timezone.now()
     batch = batch or app_settings.RETENTION_BATCH
     report = PruneReport()

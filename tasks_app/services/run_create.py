@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import store
+from .. import permissions, store
 from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
 from .errors import ConflictError
 from .run_release import enqueue_on_commit
@@ -54,14 +54,15 @@ def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **e
     return run
 
 
-def run_retry(*, run: Run) -> Run:
+def run_retry(*, run: Run, by: permissions.Actor = "") -> Run:
     """A new attempt, due now, of a finished, unsuccessful run (``failed``, ``expired``,
     ``cancelled``), linked to the same first attempt.
 
     Only the latest attempt of a run can be retried, and the attempts of one run are
     serialized on its first attempt's row, so a double click makes one new attempt, not two
-    (the second gets a :class:`ConflictError`).
+    (the second gets a :class:`ConflictError`). ``by`` needs ``add_run``: a retry is a new run.
     """
+    permissions.authorize(by, "retry", action=run.task.action)
     if run.status not in RETRYABLE_RUN_STATUSES:
         raise ConflictError(
             f"run {run.id} is {run.status}; only failed, expired or cancelled runs can be retried"

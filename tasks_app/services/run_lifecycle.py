@@ -22,7 +22,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .. import actions, store, validation
+from .. import actions, permissions, store, validation
 from ..conf import app_settings
 from ..models import (
     EXPLICIT_TRIGGERS,
@@ -345,8 +345,9 @@ def run_lost(*, run_id: str, error: str, executor: bool = False) -> Run | None:
     return run_fail(run=run, error=error, retryable=True, executor=executor)
 
 
-def run_cancel(*, run: Run) -> Run:
+def run_cancel(*, run: Run, by: permissions.Actor = "") -> Run:
     """Cancel a run that has not started (``pending`` or ``queued``)."""
+    permissions.authorize(by, "cancel")
     row = store.fetch_one("cancel_run", {"run_id": run.pk, "now": timezone.now()})
     run.refresh_from_db()
     if row is None:

@@ -11,9 +11,14 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import store, validation
+from .. import permissions, store, validation
 from ..conf import app_settings
-from ..models import Run, Task, Trigger
+from ..models import (
+    Run,
+    ScheduleType,
+    Task,
+    Trigger,
+)
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of
 from .audit import audit, plain
@@ -22,6 +27,8 @@ from .run_create import new_run, run_create
 from .run_release import publish_runs, release_due_runs
 from .schedule_sync import sync_periodic_task, sync_schedule
 from .task_rules import check_expiry, check_runnable, stored_schedule_of, task_check
+
+Actor = permissions.Actor
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +65,7 @@ TASK_FIELDS = (
 )
 
 
-def task_create(*, id: str | None = None, by: str = "", **fields: Any) -> Task:
+def task_create(*, id: str | None = None, by: Actor = "", **fields: Any) -> Task:
     """Create a task (and its schedule) after validating every field.
 
     ``id`` is user-supplied (slug characters) or generated. A duplicate id raises
@@ -76,7 +83,7 @@ def task_create(*, id: str | None = None, by: str = "", **fields: Any) -> Task:
         raise ConflictError(f"a task with id {task.id!r} already exists") from exc
 
 
-def task_update(*, task: Task, data: dict[str, Any], by: str = "") -> Task:
+def task_update(*, task: Task, data: dict[str, Any], by: Actor = "") -> Task:
     """Change the given fields of ``task``; schedule changes re-plan the next fire."""
     unknown = set(data) - set(TASK_FIELDS)
     if unknown:
@@ -86,13 +93,24 @@ def task_update(*, task: Task, data: dict[str, Any], by: str = "") -> Task:
     return task_save(task=task, by=by)
 
 
-def task_save(*, task: Task, by: str = "") -> Task:
+def task_save(*, task: Task, by: Actor = "") -> Task:
     """Validate and persist ``task`` as built by a form or a service, then sync its schedule.
 
-    Nothing is written when validation fails.
+    ``by`` a user: refused unless they may create or change it (and use its stored and its
+    new action); a ``once`` schedule set or moved creates a run, so it needs ``add_run``.
+    Nothing is written when validation or the permission check fails.
     """
     adding = task._state.adding
     previous = None if adding else Task.objects.filter(pk=task.pk).first()
+    moves_once = task.schedule_type == ScheduleType.ONCE and (
+        previous is None or any(getattr(previous, f) != getattr(task, f) for f in SCHEDULE_FIELDS)
+    )
+    by = permissions.authorize(
+        by,
+        "create" if adding else "update",
+        action=tuple(a for a in (previous.action if previous else "", task.action) if a),
+        creates_run=moves_once,
+    )
     task_check(task, stored=stored_schedule_of(previous))
     now = timezone.now()
     with transaction.atomic():
@@ -117,9 +135,10 @@ def task_save(*, task: Task, by: str = "") -> Task:
     return task
 
 
-def task_delete(*, task: Task, by: str = "") -> None:
+def task_delete(*, task: Task, by: Actor = "") -> None:
     """Delete the task, its beat entry and its runs (run history goes with the task; the
     audit trail stays)."""
+    by = permissions.authorize(by, "delete")
     with transaction.atomic():
         audit(task.id, "deleted", by=by)
         periodic = task.periodic_task
@@ -128,8 +147,9 @@ def task_delete(*, task: Task, by: str = "") -> None:
             periodic.delete()
 
 
-def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
+def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
     """Stop new fires and hold the task's delayed runs until it is resumed."""
+    by = permissions.authorize(by, "pause")
     note = validation.check_pause_note(note)
     with transaction.atomic():
         task.paused = True
@@ -148,9 +168,10 @@ def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
     return task
 
 
-def task_resume(*, task: Task, by: str = "") -> Task:
+def task_resume(*, task: Task, by: Actor = "") -> Task:
     """Resume fires. Fires missed while paused go through the task's catch-up policy (the
     default ``skip`` replays none); held delayed runs are released."""
+    by = permissions.authorize(by, "resume", action=task.action)
     now = timezone.now()
     with transaction.atomic():
         task.paused = False
@@ -166,12 +187,13 @@ def task_resume(*, task: Task, by: str = "") -> Task:
     return task
 
 
-def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -> list[Run]:
+def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "") -> list[Run]:
     """One run for each fire of the task's schedule in ``(start, end]``, due now.
 
     Fires already recorded (by beat or an earlier backfill) are not recorded again. More
     than ``TASKS_BACKFILL_MAX_RUNS`` fires is refused, nothing written.
     """
+    by = permissions.authorize(by, "backfill", action=task.action)
     if not task.is_recurring:
         raise ValidationError({"schedule_type": ["backfill needs an interval or cron schedule"]})
     for name, value in (("start", start), ("end", end)):
@@ -219,8 +241,9 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
     return runs
 
 
-def task_execute(*, task: Task, trigger: str = Trigger.MANUAL) -> Run:
+def task_execute(*, task: Task, trigger: str = Trigger.MANUAL, by: Actor = "") -> Run:
     """Run the task now, with its own queue, priority, timeout and retry settings."""
+    permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
     now = timezone.now()
     return run_create(task=task, trigger=trigger, due_at=now, now=now)
@@ -233,8 +256,11 @@ def task_schedule_once(
     run_at: datetime | None = None,
     expires_in_seconds: float | None = None,
     expires_at: datetime | None = None,
+    by: Actor = "",
 ) -> Run:
-    """One run after ``delay_seconds`` or at ``run_at`` (exactly one of them)."""
+    """One run after ``delay_seconds`` or at ``run_at`` (exactly one of them): a run of the
+    task, later, so ``by`` needs what running it now needs."""
+    permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
     now = timezone.now()
     if delay_seconds is not None and run_at is not None:
@@ -261,7 +287,7 @@ def _generate_task_id(action: str) -> str:
 def task_create_with_run(
     *,
     id: str | None,
-    by: str,
+    by: Actor,
     fields: dict[str, Any],
     delay_seconds: float | None = None,
     run_at: datetime | None = None,
@@ -274,6 +300,10 @@ def task_create_with_run(
     is written whole or not at all.
     """
     one_off = any(v is not None for v in (delay_seconds, run_at, expires_in_seconds, expires_at))
+    if one_off:  # refused before anything is written, the task included
+        by = permissions.authorize(
+            by, "create", action=fields.get("action") or (), creates_run=True
+        )
     with transaction.atomic():
         task = task_create(id=id, by=by, **fields)
         run = None

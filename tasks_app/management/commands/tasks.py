@@ -7,9 +7,10 @@ Exit status: 0 on success; 1 with a one-line message on stderr when the system r
 
 Who acts: whoever can run ``manage.py`` holds the database credentials and the secret key,
 so by default the CLI is a trusted operator (every permission; the audit trail records
-``cli:<login name>``). ``--as USER`` acts as that Django user instead: the verb needs the
-user's model permissions and the task's action its action permission
-(``tasks_app.permissions``), exactly as in the admin and the API.
+``cli:<login name>``). ``--as USER`` acts as that Django user instead: each verb is the
+operation of the same name in ``tasks_app.permissions.OPERATION_PERMISSIONS`` (``runs ID``:
+``task_runs``), checked before anything is read, and the services check the user again
+(the task's action, a run created by a change), exactly as for the admin and the API.
 """
 
 from __future__ import annotations
@@ -308,44 +309,40 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         self.as_json = bool(options.get("json"))
         self.now = timezone.now()
-        self.user = self.acting_user(options.get("as_user"), options["verb"])
+        verb = options["verb"]
+        operation = "task_runs" if verb == "runs" and options.get("id") else verb
+        self.user = self.acting_user(options.get("as_user"), operation)
         handler: Callable[[dict[str, Any]], None] = getattr(self, f"do_{options['verb']}")
         try:
             handler(options)
         except CommandError:
             raise
-        except permissions.ActionNotPermitted as exc:
+        except (permissions.ActionNotPermitted, permissions.OperationNotPermitted) as exc:
             raise CommandError(f"permission denied: {exc}", returncode=1) from exc
         except (ValidationError, services.ConflictError, LookupError) as exc:
             raise CommandError(one_line(exc), returncode=1) from exc
 
-    def acting_user(self, username: str | None, verb: str) -> Any:
-        """The Django user of ``--as`` (refused unless active and holding the verb's model
-        permissions), or ``None``: the trusted operator."""
+    def acting_user(self, username: str | None, operation: str) -> Any:
+        """The Django user of ``--as`` (refused unless active and holding the model
+        permissions of the verb's operation), or ``None``: the trusted operator."""
         if username is None:
             return None
         model = get_user_model()
         user = model._default_manager.filter(**{model.USERNAME_FIELD: username}).first()
         if user is None or not user.is_active:
             raise CommandError(f"--as: no active user {username!r}", returncode=1)
-        missing = permissions.missing_permissions(user, verb)
-        if missing:
-            raise CommandError(
-                f"permission denied: {verb} needs {', '.join(missing)}, which {username} "
-                "does not hold",
-                returncode=1,
-            )
+        try:
+            permissions.authorize(user, operation)
+        except permissions.OperationNotPermitted as exc:
+            raise CommandError(f"permission denied: {exc}", returncode=1) from exc
         return user
 
-    def may_use(self, *action_names: str) -> None:
-        """Refuse (exit 1) an action the ``--as`` user may not use; the operator may."""
-        if self.user is not None:
-            permissions.check_actions(self.user, *action_names)
-
     @property
-    def by(self) -> str:
+    def by(self) -> Any:
+        """Who acts, for the services: the ``--as`` user (checked there) or the operator's
+        name (trusted)."""
         if self.user is not None:
-            return str(self.user.get_username())
+            return self.user
         try:
             return f"cli:{getpass.getuser()}"
         except (KeyError, OSError):
@@ -423,7 +420,6 @@ class Command(BaseCommand):
 
     def do_create(self, o: dict[str, Any]) -> None:
         fields = self.fields(o)
-        self.may_use(fields["action"])
         task, run = services.task_create_with_run(
             id=o.get("id"),
             by=self.by,
@@ -507,7 +503,6 @@ class Command(BaseCommand):
         data = self.fields(o)
         if not data:
             raise CommandError("nothing to change: give at least one field option", returncode=2)
-        self.may_use(task.action, data.get("action", task.action))
         task = services.task_update(task=task, data=data, by=self.by)
         self.out(TaskOutputSerializer(task).data, f"updated task {task.id}")
 
@@ -518,13 +513,11 @@ class Command(BaseCommand):
 
     def do_execute(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
-        self.may_use(task.action)
-        run = services.task_execute(task=task, trigger=Trigger.CLI)
+        run = services.task_execute(task=task, trigger=Trigger.CLI, by=self.by)
         self.out(RunOutputSerializer(run).data, f"run {run.id} of {run.task_id} queued now")
 
     def do_schedule(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
-        self.may_use(task.action)
         if o.get("every") is not None or o.get("cron"):
             if o.get("expires_in") is not None:
                 raise CommandError("--expires-in goes with --in or --at", returncode=2)
@@ -539,6 +532,7 @@ class Command(BaseCommand):
             delay_seconds=o.get("delay"),
             run_at=o.get("at"),
             expires_in_seconds=o.get("expires_in"),
+            by=self.by,
         )
         self.out(
             RunOutputSerializer(run).data,
@@ -551,7 +545,6 @@ class Command(BaseCommand):
 
     def do_resume(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
-        self.may_use(task.action)
         task = services.task_resume(task=task, by=self.by)
         self.out(
             TaskOutputSerializer(task).data,
@@ -567,18 +560,16 @@ class Command(BaseCommand):
         self.out(RunOutputSerializer(runs, many=True).data, self.runs_table(runs))
 
     def do_cancel(self, o: dict[str, Any]) -> None:
-        run = services.run_cancel(run=self.run(o["run_id"]))
+        run = services.run_cancel(run=self.run(o["run_id"]), by=self.by)
         self.out(RunOutputSerializer(run).data, f"cancelled run {run.id}")
 
     def do_retry(self, o: dict[str, Any]) -> None:
         run = self.run(o["run_id"])
-        self.may_use(run.task.action)
-        run = services.run_retry(run=run)
+        run = services.run_retry(run=run, by=self.by)
         self.out(RunOutputSerializer(run).data, f"run {run.id} (attempt {run.attempt}) queued")
 
     def do_backfill(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
-        self.may_use(task.action)
         runs = services.task_backfill(task=task, start=o["start"], end=o["end"], by=self.by)
         self.out(
             {"created": len(runs), "runs": RunOutputSerializer(runs, many=True).data},
@@ -589,7 +580,7 @@ class Command(BaseCommand):
         batch = o.get("batch")
         if batch is not None and batch < 1:
             raise CommandError("--batch: must be a positive whole number", returncode=2)
-        report = services.runs_prune(now=self.now, batch=batch)
+        report = services.runs_prune(now=self.now, batch=batch, by=self.by)
         self.out(
             report.as_dict(),
             f"deleted {report.runs} runs and {report.task_results} task results "

@@ -1,0 +1,16 @@
+"""The POST-only buttons of the task and run pages, wrapped once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.admin import AdminSite
+from django.http import HttpResponse
+from django.views.decorators.http import require_POST
+
+
+def post_button(site: AdminSite, view: Callable[..., HttpResponse]) -> Callable[..., Any]:
+    """``view`` behind the admin login, answering only POST (a GET is a 405: a link or a
+    crawler never runs, pauses or retries anything)."""
+    return site.admin_view(require_POST(view))

@@ -1,0 +1,154 @@
+"""The task form: the action select (only the actions the user may use), the payload as
+JSON text, and the optional one-off delay."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.forms.fields import InvalidJSONInput
+
+from .. import actions, permissions, services, validation
+from ..models import (
+    ScheduleType,
+    Task,
+)
+from ..services.task_rules import validate_task
+from ..services.tasks import SCHEDULE_FIELDS
+
+
+def _action_choices(user: Any = None) -> list[tuple[str, str]]:
+    """Each registered action (that ``user``, if given, may use) with its one-line
+    description, as the select shows it."""
+    offered = actions.all_actions() if user is None else permissions.usable_actions(user)
+    return [(a.name, f"{a.name} — {a.description}") for a in offered]
+
+
+def action_schemas() -> dict[str, dict[str, Any]]:
+    """What the payload form is built from: each action's description and payload schema."""
+    return {
+        a.name: {"description": a.description, "schema": a.schema} for a in actions.all_actions()
+    }
+
+
+class ActionField(forms.ChoiceField):
+    """A select of the registered actions. Whether a name is registered is decided by
+    ``services.task_rules.validate_task`` (one rule, one message naming the known actions)."""
+
+    def valid_value(self, value: str) -> bool:
+        return True
+
+
+class PayloadField(forms.JSONField):
+    """The payload as JSON text. What cannot be stored (``validation.json_problem``: lone
+    surrogates, NUL, nesting past ``MAX_JSON_DEPTH``) is a form error on the field, and a
+    refused payload is shown again as it was typed (re-encoding it would fail)."""
+
+    def to_python(self, value: Any) -> Any:
+        try:
+            data = super().to_python(value)
+        except RecursionError:
+            raise ValidationError(validation.TOO_DEEP) from None
+        found = validation.json_problem(data, "payload")
+        if found is not None:
+            where, what = found
+            raise ValidationError(what if where == "payload" else f"at {where}: {what}")
+        return data
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        if self.disabled:
+            return initial
+        return None if data is None else InvalidJSONInput(data)
+
+
+class TaskForm(forms.ModelForm):
+    action = ActionField(
+        choices=_action_choices,
+        help_text="What a run does. The payload form below follows the action's schema.",
+    )
+    delay_seconds = forms.FloatField(
+        required=False,
+        label="Run once after (seconds)",
+        help_text="Optional: on save, also schedule one run this many seconds from now.",
+    )
+
+    class Meta:
+        model = Task
+        fields = ("id", *services.TASK_FIELDS)
+        field_classes = {"payload": PayloadField}
+        widgets = {
+            "timezone": forms.TextInput(attrs={"list": "tasks-zones", "autocomplete": "off"}),
+            "cron": forms.TextInput(
+                attrs={"size": 30, "class": "tasks-mono", "placeholder": "*/5 * * * *"}
+            ),
+            "payload": forms.Textarea(attrs={"rows": 6, "cols": 60, "class": "tasks-mono"}),
+        }
+
+    # The user the form is for (set by ``TaskAdmin.get_form``): the actions they may use.
+    user: Any = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["action"]
+        assert isinstance(field, ActionField)
+        current = self.instance.action if self.instance else ""
+        offered = _action_choices(self.user)
+        if current and current not in {a.name for a in actions.all_actions()}:
+            # Keep an action that is no longer registered visible; saving it is refused.
+            field.choices = [(current, f"{current} — not registered"), *offered]
+        elif current and current not in {name for name, _ in offered}:
+            # Shown as it is; saving is refused unless the user picks one they may use.
+            needs = permissions.required_permission(current)
+            field.choices = [(current, f"{current} — needs the permission {needs}"), *offered]
+        elif not current:
+            field.choices = [("", "— choose an action —"), *offered]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.user is not None and "action" in cleaned:
+            stored = None if self.instance._state.adding else self.initial.get("action")
+            try:
+                permissions.check_actions(self.user, *filter(None, (stored, cleaned["action"])))
+            except permissions.ActionNotPermitted as exc:
+                self.add_error("action", exc.sentence)
+        if self.user is not None:
+            self._check_runs_created(cleaned)
+        return cleaned
+
+    def _check_runs_created(self, cleaned: dict[str, Any]) -> None:
+        """A delay, or a ``once`` schedule set or moved, creates a run: the services refuse
+        it without the run permission, so say it on the field before saving anything."""
+        adding = self.instance._state.adding
+        moves_once = cleaned.get("schedule_type") == ScheduleType.ONCE and (
+            adding or any(f in self.changed_data for f in SCHEDULE_FIELDS)
+        )
+        for field, creates in (
+            ("delay_seconds", cleaned.get("delay_seconds") is not None),
+            ("schedule_type", moves_once),
+        ):
+            missing = permissions.missing_permissions(self.user, "execute") if creates else []
+            if missing:
+                self.add_error(field, f"This creates a run, which needs {', '.join(missing)}.")
+
+    def _post_clean(self) -> None:
+        super()._post_clean()  # type: ignore[misc]  # the field rules (Task.full_clean)
+        stored = (
+            None
+            if self.instance._state.adding
+            else (self.initial.get("run_at"), self.initial.get("schedule_type", ""))
+        )
+        try:  # the rules that span fields, next to the field each is about
+            validate_task(self.instance, stored=stored)
+        except ValidationError as exc:
+            self._update_errors(exc)  # type: ignore[attr-defined]
+
+    def clean_delay_seconds(self) -> float | None:
+        value = self.cleaned_data.get("delay_seconds")
+        if value is None:
+            return None
+        try:
+            validation.check_delay(value)
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["delay_seconds"]) from exc
+        return value

@@ -1,0 +1,364 @@
+"""The run pages: the list with filters and short-id search, the read-only run page, and
+*Retry* and *Cancel* (buttons and list actions)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django_celery_results.models import TaskResult
+
+from .. import permissions, services
+from ..models import (
+    CANCELLABLE_RUN_STATUSES,
+    RETRYABLE_RUN_STATUSES,
+    Run,
+    Task,
+)
+from .buttons import post_button
+from .paging import HistoryPaginator
+from .views import badge, duration, instant
+
+
+class QueueFilter(admin.SimpleListFilter):
+    title = "queue"
+    parameter_name = "queue"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        queues = Task.objects.order_by("queue").values_list("queue", flat=True).distinct()
+        return [(q, q) for q in queues]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> QuerySet[Run]:
+        return queryset.filter(task__queue=self.value()) if self.value() else queryset
+
+
+def _uuid_range(text: str) -> tuple[uuid.UUID, uuid.UUID] | None:
+    """'3f2a9c1e' (the short id the lists show) → the UUID range it prefixes."""
+    hex_digits = text.replace("-", "").lower()
+    if not 4 <= len(hex_digits) <= 32 or any(c not in "0123456789abcdef" for c in hex_digits):
+        return None
+    return (uuid.UUID(hex_digits.ljust(32, "0")), uuid.UUID(hex_digits.ljust(32, "f")))
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    change_form_template = "admin/tasks_app/run/change_form.html"
+    list_display = (
+        "short_id",
+        "task_link",
+        "status_badge",
+        "trigger_attempt",
+        "due",
+        "started",
+        "lateness",
+        "duration",
+        "worker_name",
+    )
+    list_filter = (
+        "status",
+        "task__action",
+        "trigger",
+        QueueFilter,
+        ("due_at", admin.DateFieldListFilter),
+    )
+    search_fields = ("=task__id",)
+    search_help_text = "A task id, a run id, or the first characters of a run id."
+    list_select_related = ("task",)
+    show_full_result_count = False
+    paginator = HistoryPaginator  # no COUNT(*) over the whole history (admin_paging)
+    actions = ("cancel", "retry")
+    fields = (
+        "id",
+        "task_link",
+        "status_badge",
+        "trigger",
+        "attempt",
+        "attempts",
+        "interruptions",
+        "scheduled_for_time",
+        "due",
+        "expires",
+        "created",
+        "queued",
+        "started",
+        "finished",
+        "lateness",
+        "duration",
+        "worker",
+        "output_block",
+        "error_block",
+        "result",
+        "celery_result",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Run], search_term: str
+    ) -> tuple[QuerySet[Run], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        match = Q(task__id=term)
+        prefix = _uuid_range(term)
+        if prefix is not None:
+            match |= Q(id__range=prefix)
+        return queryset.filter(match), False
+
+    @admin.display(description="run")
+    def short_id(self, run: Run) -> str:
+        return str(run.id)[:8]
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, run: Run) -> SafeString:
+        return badge(run.status)
+
+    @admin.display(description="lateness", ordering="lateness_ms")
+    def lateness(self, run: Run) -> str:
+        return duration(run.lateness_ms)
+
+    @admin.display(description="duration")
+    def duration(self, run: Run) -> str:
+        return duration(run.duration_ms)
+
+    @admin.display(description="trigger", ordering="trigger")
+    def trigger_attempt(self, run: Run) -> str:
+        """One column for both, so the list fits 1,400 px: ``schedule``, ``retry · attempt 2``."""
+        return run.trigger if run.attempt <= 1 else f"{run.trigger} · attempt {run.attempt}"
+
+    @admin.display(description="scheduled for")
+    def scheduled_for_time(self, run: Run) -> SafeString | str:
+        return instant(run.scheduled_for)
+
+    @admin.display(description="due", ordering="due_at")
+    def due(self, run: Run) -> SafeString | str:
+        return instant(run.due_at)
+
+    @admin.display(description="expires")
+    def expires(self, run: Run) -> SafeString | str:
+        return instant(run.expires_at, empty="never")
+
+    @admin.display(description="created")
+    def created(self, run: Run) -> SafeString | str:
+        return instant(run.created_at)
+
+    @admin.display(description="queued")
+    def queued(self, run: Run) -> SafeString | str:
+        return instant(run.queued_at)
+
+    @admin.display(description="started", ordering="started_at")
+    def started(self, run: Run) -> SafeString | str:
+        return instant(run.started_at)
+
+    @admin.display(description="finished")
+    def finished(self, run: Run) -> SafeString | str:
+        return instant(run.finished_at)
+
+    @admin.display(description="worker", ordering="worker")
+    def worker_name(self, run: Run) -> SafeString | str:
+        if not run.worker:
+            return "-"
+        # Celery names workers ``name@host``: the host is what tells them apart at a glance.
+        return format_html(
+            '<span class="tasks-clip" title="{}">{}</span>',
+            run.worker,
+            run.worker.rpartition("@")[2],
+        )
+
+    @admin.display(description="task", ordering="task__id")
+    def task_link(self, run: Run) -> SafeString:
+        return format_html(
+            "<a class='tasks-clip' href='{}' title='{}'>{}</a>",
+            reverse("admin:tasks_app_task_change", args=[run.task_id]),
+            run.task_id,
+            run.task_id,
+        )
+
+    @admin.display(description="attempts")
+    def attempts(self, run: Run) -> SafeString | str:
+        first = run.first_attempt_id or run.id
+        chain = (
+            Run.objects.filter(Q(pk=first) | Q(first_attempt_id=first))
+            .filter(attempt__in=[run.attempt - 1, run.attempt + 1])
+            .values_list("pk", "attempt", "status")
+        )
+        links = {attempt: (pk, status) for pk, attempt, status in chain}
+        parts = []
+        for label, attempt in (("previous", run.attempt - 1), ("next", run.attempt + 1)):
+            if attempt in links:
+                pk, status = links[attempt]
+                parts.append(
+                    format_html(
+                        "<a class='tasks-{}-attempt' href='{}'>{} attempt ({}, {})</a>",
+                        label,
+                        reverse("admin:tasks_app_run_change", args=[pk]),
+                        label,
+                        attempt,
+                        status,
+                    )
+                )
+        return format_html_join(" · ", "{}", ((p,) for p in parts)) if parts else "only attempt"
+
+    @admin.display(description="output")
+    def output_block(self, run: Run) -> SafeString:
+        note = (
+            format_html(
+                "<p class='tasks-truncated'>{}</p>",
+                "Truncated: only the first 64 KiB of the output were kept.",
+            )
+            if run.truncated
+            else ""
+        )
+        return format_html(
+            "<pre class='tasks-output'>{}</pre>{}", run.output or "(no output)", note
+        )
+
+    @admin.display(description="error and traceback")
+    def error_block(self, run: Run) -> SafeString:
+        if not run.error:
+            return format_html("<span class='tasks-muted'>{}</span>", "none")
+        return format_html("<pre class='tasks-output tasks-error'>{}</pre>", run.error)
+
+    @admin.display(description="Celery result")
+    def celery_result(self, run: Run) -> SafeString | str:
+        result = TaskResult.objects.filter(task_id=str(run.id)).first()
+        if result is None:
+            return "none: Celery stores a result only when the task itself errs; the outcome is on this run"
+        return format_html(
+            "<table class='tasks-kv'><tr><th>state</th><td>{}</td></tr><tr><th>worker</th><td>{}</td></tr>"
+            "<tr><th>done</th><td>{}</td></tr><tr><th>result</th><td><pre class='tasks-output'>{}</pre></td></tr>"
+            "{}</table>",
+            result.status,
+            result.worker or "-",
+            instant(result.date_done),
+            result.result or "",
+            format_html(
+                "<tr><th>traceback</th><td><pre class='tasks-output'>{}</pre></td></tr>",
+                result.traceback,
+            )
+            if result.traceback
+            else "",
+        )
+
+    # --- who may do what: Django's hooks, answered by the one table -----------------------
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "runs")
+
+    def has_cancel_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "cancel")
+
+    def has_retry_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "retry")
+
+    # --- buttons and actions ---------------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        site = self.admin_site
+        own = [
+            path(
+                "<path:object_id>/cancel/",
+                post_button(site, self.cancel_view),
+                name="tasks_app_run_cancel",
+            ),
+            path(
+                "<path:object_id>/retry/",
+                post_button(site, self.retry_view),
+                name="tasks_app_run_retry",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._button(request, object_id, services.run_cancel, "cancelled")
+
+    def retry_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        return self._button(request, object_id, services.run_retry, "retried")
+
+    def _button(
+        self, request: HttpRequest, object_id: str, service: Callable[..., Run], verb: str
+    ) -> HttpResponse:
+        """``service`` on one run, for a user who may see it; the service decides the rest."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        run = get_object_or_404(Run.objects.select_related("task"), pk=object_id)
+        target = run
+        try:
+            target = service(run=run, by=request.user)
+            self.message_user(request, f"Run {str(run.pk)[:8]} {verb}.", messages.SUCCESS)
+        except services.ConflictError as exc:
+            self.message_user(request, str(exc), messages.WARNING)
+        except PermissionDenied as exc:
+            self.message_user(request, f"Run {str(run.pk)[:8]} refused: {exc}.", messages.ERROR)
+        return HttpResponseRedirect(reverse("admin:tasks_app_run_change", args=[target.pk]))
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> Any:
+        extra = dict(extra_context or {})
+        if object_id:
+            found = Run.objects.filter(pk=object_id).values_list("status", "task_id").first()
+            status, task_id = found or ("", "")
+            # Runs are read-only here: the page is the run, not a form to change it.
+            extra["title"] = f"Run {str(object_id)[:8]} of task {task_id}" if found else "Run"
+            extra["can_cancel"] = status in CANCELLABLE_RUN_STATUSES and (
+                self.has_cancel_permission(request)
+            )
+            extra["can_retry"] = status in RETRYABLE_RUN_STATUSES and (
+                self.has_retry_permission(request)
+            )
+        return super().changeform_view(request, object_id, form_url, extra)
+
+    @admin.action(description="Cancel (pending or queued runs)", permissions=["cancel"])
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        self._each(request, queryset, services.run_cancel, "cancelled", CANCELLABLE_RUN_STATUSES)
+
+    @admin.action(description="Retry (failed, expired or cancelled runs)", permissions=["retry"])
+    def retry(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
+        self._each(request, queryset, services.run_retry, "retried", RETRYABLE_RUN_STATUSES)
+
+    def _each(
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Run],
+        service: Callable[..., Run],
+        verb: str,
+        offered: frozenset[str],
+    ) -> None:
+        """Apply ``service`` to the selected runs in ``offered`` statuses; the others are
+        counted and left alone, and the service's own refusal (a race, a permission) is
+        reported."""
+        done, left = 0, 0
+        for run in queryset.select_related("task"):
+            if run.status not in offered:
+                left += 1
+                continue
+            try:
+                service(run=run, by=request.user)
+                done += 1
+            except services.ConflictError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+            except PermissionDenied as exc:
+                self.message_user(request, f"Run {str(run.pk)[:8]} refused: {exc}.", messages.ERROR)
+        self.message_user(request, f"{done} run(s) {verb}.", messages.SUCCESS)
+        if left:
+            self.message_user(
+                request,
+                f"{left} run(s) left alone: only {', '.join(sorted(offered))} runs can be {verb}.",
+                messages.WARNING,
+            )

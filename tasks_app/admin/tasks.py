@@ -1,0 +1,364 @@
+"""The task pages: list, form with the schedule in place, and the buttons *Run now*,
+*Pause* (with a note), *Resume*, *Duplicate*, and the list actions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from .. import permissions, services, validation
+from ..models import (
+    Run,
+    Task,
+    Trigger,
+)
+from ..services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
+from ..timing import scheduling
+from . import views as admin_views
+from .buttons import post_button
+from .forms import TaskForm, action_schemas
+from .task_columns import TaskColumns
+from .views import instant
+
+
+def _run_link(run: Run, url: str) -> SafeString:
+    return format_html("Run <a href='{}'>{}</a>", url, str(run.pk)[:8])
+
+
+def _run_now_state(run: Run) -> SafeString:
+    """What Run now did, as it is: a run is queued (published) or still pending, not started."""
+    if run.status == "queued":
+        return format_html("is queued (due {}): a worker starts it next.", instant(run.due_at))
+    if run.status == "pending":
+        return format_html("is pending: it is published when due ({}).", instant(run.due_at))
+    return format_html("is {}.", run.status)
+
+
+def _field_errors(exc: ValidationError) -> str:
+    """``note: must be at most 2,000 characters``: each message after the field it names."""
+    return "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+
+
+@admin.register(Task)
+class TaskAdmin(TaskColumns, admin.ModelAdmin):
+    form = TaskForm
+    change_form_template = "admin/tasks_app/task/change_form.html"
+    list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell")
+    list_filter = ("state__status", "action", "schedule_type", "paused", "queue")
+    search_fields = ("id", "name")
+    readonly_fields = (
+        "status_badge",
+        "next_run",
+        "paused",
+        "pause_note",
+        "paused_since",
+        "paused_by",
+        "alarm",
+        "fire_count",
+        "consecutive_failures",
+        "created",
+        "updated",
+        "schedule_preview",
+        "recent_runs",
+        "audit_trail",
+    )
+    fieldsets = (
+        (None, {"fields": ("id", "name", "description", "action", "payload")}),
+        (
+            "Schedule",
+            {
+                "fields": (
+                    "schedule_type",
+                    "run_at",
+                    "interval_seconds",
+                    "cron",
+                    "timezone",
+                    "schedule_preview",
+                    "delay_seconds",
+                )
+            },
+        ),
+        (
+            "Policies",
+            {
+                "classes": ("collapse",),
+                "fields": POLICY_FIELDS,
+            },
+        ),
+        (
+            "Execution",
+            {
+                "classes": ("collapse",),
+                "fields": EXECUTION_FIELDS,
+            },
+        ),
+        (
+            "State",
+            {
+                "fields": (
+                    "status_badge",
+                    "next_run",
+                    "alarm",
+                    "paused",
+                    "pause_note",
+                    "paused_since",
+                    "paused_by",
+                    "fire_count",
+                    "consecutive_failures",
+                    "created",
+                    "updated",
+                )
+            },
+        ),
+        ("Last runs", {"fields": ("recent_runs",)}),
+        ("Audit trail", {"classes": ("collapse",), "fields": ("audit_trail",)}),
+    )
+    actions = ("run_now", "pause", "resume")
+
+    class Media:  # admin.css and admin.js come with every page (templates/admin/base_site.html)
+        js = (
+            "tasks_app/task_preview.js",
+            "tasks_app/vendor/jsoneditor.js",
+            "tasks_app/payload_form.js",
+        )
+
+    def get_form(
+        self, request: HttpRequest, obj: Task | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"user": request.user})
+
+    def get_fieldsets(self, request: HttpRequest, obj: Task | None = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:  # a task being added has no state, runs or history yet
+            return [f for f in fieldsets if f[0] not in ("State", "Last runs", "Audit trail")]
+        return fieldsets
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Task | None = None) -> Any:
+        fields = super().get_readonly_fields(request, obj)
+        return (*fields, "id") if obj else fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
+        return super().get_queryset(request).select_related("periodic_task", "state")
+
+    # --- who may do what: Django's hooks, answered by the one table -----------------------
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "get")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return permissions.allows(request.user, "create")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "update")
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "delete")
+
+    def has_run_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "execute")
+
+    def has_pause_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "pause")
+
+    def has_resume_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "resume")
+
+    def has_duplicate_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return permissions.allows(request.user, "duplicate")
+
+    # --- saving ----------------------------------------------------------------------------
+
+    def save_model(self, request: HttpRequest, obj: Task, form: Any, change: bool) -> None:
+        services.task_save(task=obj, by=request.user)
+        delay = form.cleaned_data.get("delay_seconds")
+        if delay is not None:
+            run = services.task_schedule_once(task=obj, delay_seconds=delay, by=request.user)
+            self.message_user(
+                request,
+                format_html(
+                    "Run {} is {}, due {}.", str(run.id)[:8], run.status, instant(run.due_at)
+                ),
+            )
+
+    def delete_model(self, request: HttpRequest, obj: Task) -> None:
+        services.task_delete(task=obj, by=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        for task in queryset:
+            services.task_delete(task=task, by=request.user)
+
+    def render_change_form(
+        self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> HttpResponse:
+        obj = kwargs.get("obj")
+        context["next_run"] = admin_views.next_run_state(obj) if obj else ""
+        context["action_schemas"] = action_schemas()
+        context["payload_check_url"] = reverse("admin:tasks_app_task_payload_check")
+        context["zone_names"] = sorted(scheduling._zone_names())
+        context["pause_note_max_length"] = validation.PAUSE_NOTE_MAX_LENGTH
+        for button in ("run", "pause", "resume", "duplicate"):
+            context[f"may_{button}"] = getattr(self, f"has_{button}_permission")(request, obj)
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    # --- buttons on the task page ----------------------------------------------------------
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        site = self.admin_site
+        own = [
+            path("preview/", wrap(admin_views.preview_view), name="tasks_app_task_preview"),
+            path(
+                "payload-check/",
+                wrap(admin_views.payload_check_view),
+                name="tasks_app_task_payload_check",
+            ),
+            path(
+                "<path:object_id>/run-now/",
+                post_button(site, self.run_now_view),
+                name="tasks_app_task_run_now",
+            ),
+            path(
+                "<path:object_id>/pause/",
+                post_button(site, self.pause_view),
+                name="tasks_app_task_pause",
+            ),
+            path(
+                "<path:object_id>/resume/",
+                post_button(site, self.resume_view),
+                name="tasks_app_task_resume",
+            ),
+            path(
+                "<path:object_id>/duplicate/",
+                post_button(site, self.duplicate_view),
+                name="tasks_app_task_duplicate",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def _task_for_button(self, request: HttpRequest, object_id: str) -> Task:
+        """The task, for a user who may see it (403 otherwise; the service decides the rest)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return get_object_or_404(Task, pk=object_id)
+
+    def _refused(self, request: HttpRequest, task: Task, exc: PermissionDenied) -> None:
+        self.message_user(request, f"Task {task.pk} refused: {exc}.", messages.ERROR)
+
+    def _back(self, task: Task) -> HttpResponseRedirect:
+        return HttpResponseRedirect(reverse("admin:tasks_app_task_change", args=[task.pk]))
+
+    def run_now_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        task = self._task_for_button(request, object_id)
+        try:
+            run = services.task_execute(task=task, trigger=Trigger.ADMIN, by=request.user)
+        except PermissionDenied as exc:
+            self._refused(request, task, exc)
+            return self._back(task)
+        # Published on commit: read the status the run has now, not the one it was created in.
+        run.refresh_from_db(fields=["status", "due_at"])
+        link = reverse("admin:tasks_app_run_change", args=[run.pk])
+        self.message_user(request, format_html("{} {}", _run_link(run, link), _run_now_state(run)))
+        return self._back(task)
+
+    def pause_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        task = self._task_for_button(request, object_id)
+        try:
+            services.task_pause(task=task, note=request.POST.get("note", ""), by=request.user)
+        except PermissionDenied as exc:
+            self._refused(request, task, exc)
+            return self._back(task)
+        except ValidationError as exc:
+            self.message_user(
+                request, f"Task {task.pk} not paused: {_field_errors(exc)}", messages.ERROR
+            )
+            return self._back(task)
+        said = f": {task.pause_note}" if task.pause_note else "."
+        self.message_user(request, f"Task {task.pk} paused{said}", messages.SUCCESS)
+        return self._back(task)
+
+    def resume_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        task = self._task_for_button(request, object_id)
+        try:
+            services.task_resume(task=task, by=request.user)
+        except PermissionDenied as exc:
+            self._refused(request, task, exc)
+            return self._back(task)
+        self.message_user(request, f"Task {task.pk} resumed.", messages.SUCCESS)
+        return self._back(task)
+
+    def duplicate_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        task = self._task_for_button(request, object_id)
+        try:
+            copy = services.task_duplicate(task=task, by=request.user)
+        except PermissionDenied as exc:
+            self._refused(request, task, exc)
+            return self._back(task)
+        except (ValidationError, services.ConflictError) as exc:
+            text = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+            self.message_user(request, f"Could not duplicate {task.pk}: {text}", messages.ERROR)
+            return self._back(task)
+        note = " It is paused: review it, then resume." if copy.paused else ""
+        self.message_user(
+            request, f"Task {copy.pk} created as a copy of {task.pk}.{note}", messages.SUCCESS
+        )
+        return self._back(copy)
+
+    # --- list actions ----------------------------------------------------------------------
+
+    def _each(
+        self, request: HttpRequest, queryset: QuerySet[Task], service: Callable[[Task], Any]
+    ) -> list[Any]:
+        """``service`` on each selected task; a task the service refuses is reported."""
+        done = []
+        for task in queryset:
+            try:
+                done.append(service(task))
+            except PermissionDenied as exc:
+                self._refused(request, task, exc)
+        return done
+
+    @admin.action(description="Run now", permissions=["run"])
+    def run_now(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        runs = self._each(
+            request,
+            queryset,
+            lambda task: services.task_execute(task=task, trigger=Trigger.ADMIN, by=request.user),
+        )
+        if not runs:
+            return
+        statuses = Run.objects.filter(pk__in=[r.pk for r in runs]).values_list("status", flat=True)
+        by_status: dict[str, int] = {}
+        for status in statuses:
+            by_status[status] = by_status.get(status, 0) + 1
+        states = ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
+        self.message_user(
+            request, f"{len(runs)} run(s) created, now {states}. A worker starts each queued run."
+        )
+
+    @admin.action(description="Pause", permissions=["pause"])
+    def pause(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        paused = self._each(
+            request,
+            queryset,
+            lambda task: services.task_pause(
+                task=task, note="paused from the admin", by=request.user
+            ),
+        )
+        self.message_user(request, f"{len(paused)} task(s) paused.", messages.SUCCESS)
+
+    @admin.action(description="Resume", permissions=["resume"])
+    def resume(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
+        resumed = self._each(
+            request, queryset, lambda task: services.task_resume(task=task, by=request.user)
+        )
+        self.message_user(request, f"{len(resumed)} task(s) resumed.", messages.SUCCESS)

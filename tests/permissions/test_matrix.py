@@ -1,0 +1,512 @@
+"""Every operation × every way in (admin pages, buttons and bulk actions; the API, HEAD and
+OPTIONS included; the CLI with ``--as``) × users of graded permissions: they all agree.
+
+Each cell does the operation as the user and reads the outcome from what a user sees: for a
+write, whether the rows changed (a task, a run, a name, a pause); for a read, whether the
+page or the answer came back. A refusal must also be told (API 403 naming the permission,
+CLI one line and exit status 1, admin 403 or an error message) and write nothing. The
+expected grid is written out below, not derived from the permission table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from tasks_app import services
+from tasks_app.models import Run, RunStatus, Task
+from tests.admin.test_forms import form
+
+pytestmark = pytest.mark.django_db
+
+VIEW = ["view_task", "view_run"]
+# The six users. Besides "none" and the superuser, each holds the two view permissions (so
+# that what differs is the one write permission named) — "change_task" is a task editor
+# (add, change, delete tasks) who may not create runs.
+GRADES: dict[str, list[str] | None] = {
+    "none": [],
+    "view": VIEW,
+    "change_task": [*VIEW, "add_task", "change_task", "delete_task"],
+    "change_run": [*VIEW, "change_run"],
+    "add_run": [*VIEW, "add_run"],
+    "superuser": None,
+}
+READERS = {"view", "change_task", "change_run", "add_run", "superuser"}
+# Who may do each operation: what every entry point must agree on.
+ALLOWED: dict[str, set[str]] = {
+    "list": READERS,
+    "get": READERS,
+    "preview": READERS,
+    "check": READERS,
+    "actions": READERS,
+    "overview": READERS,
+    "runs": READERS,
+    "task_runs": READERS,
+    "create": {"change_task", "superuser"},
+    "create_with_run": {"superuser"},  # a delay of 0 creates a run: add_run too
+    "update": {"change_task", "superuser"},
+    "update_to_once": {"superuser"},  # a once schedule creates its run: add_run too
+    "delete": {"superuser"},  # the task's runs go with it: delete_run too
+    "duplicate": {"change_task", "superuser"},
+    "duplicate_once": {"superuser"},  # the copy of a once task gets its own run
+    "pause": {"change_task", "superuser"},
+    "resume": {"change_task", "superuser"},
+    "execute": {"add_run", "superuser"},
+    "schedule": {"superuser"},  # change_task and add_run
+    "backfill": {"add_run", "superuser"},
+    "cancel": {"change_run", "superuser"},
+    "retry": {"add_run", "superuser"},
+    "prune": {"superuser"},
+}
+
+
+@pytest.fixture(autouse=True)
+def _quick_health(settings: Any) -> None:
+    settings.TASKS_HEALTH_WORKER_TIMEOUT_SECONDS = 0.2
+
+
+def make_user(grade: str) -> User:
+    codenames = GRADES[grade]
+    if codenames is None:
+        return User.objects.create_superuser(grade, f"{grade}@example.com", None)
+    user = User.objects.create_user(username=grade, password=None, is_staff=True)
+    found = Permission.objects.filter(content_type__app_label="tasks_app", codename__in=codenames)
+    assert found.count() == len(codenames)
+    user.user_permissions.set(found)
+    return User.objects.get(pk=user.pk)
+
+
+@dataclass
+class World:
+    """What each cell acts on, made fresh for each cell by the trusted operator."""
+
+    task: Task
+    paused: Task
+    recurring: Task
+    once: Task
+    pending: Run
+    failed: Run
+    old: Run
+    future: str = field(default="")
+
+
+def world() -> World:
+    task = services.task_create(id="daily", action="echo", payload={"message": "hi"})
+    paused = services.task_create(id="held", action="noop")
+    services.task_pause(task=paused, note="held for the test")
+    recurring = services.task_create(
+        id="hourly", action="noop", schedule_type="interval", interval_seconds=3600
+    )
+    future = timezone.now() + timedelta(days=2)
+    once = services.task_create(id="once", action="noop", schedule_type="once", run_at=future)
+    pending = services.task_schedule_once(task=task, delay_seconds=3600)
+    failed = services.task_execute(task=task)
+    Run.objects.filter(pk=failed.pk).update(status=RunStatus.FAILED, finished_at=timezone.now())
+    old = services.task_execute(task=task)
+    long_ago = timezone.now() - timedelta(days=400)
+    Run.objects.filter(pk=old.pk).update(
+        status=RunStatus.COMPLETED, finished_at=long_ago, created_at=long_ago, due_at=long_ago
+    )
+    return World(task, paused, recurring, once, pending, failed, old, future.isoformat())
+
+
+def runs() -> int:
+    return Run.objects.count()
+
+
+def name(task_id: str) -> str:
+    return Task.objects.get(pk=task_id).name
+
+
+def is_paused(task_id: str) -> bool:
+    return Task.objects.get(pk=task_id).paused
+
+
+def status(run: Run) -> str:
+    return Run.objects.get(pk=run.pk).status
+
+
+# -- the ways in ---------------------------------------------------------------------------
+
+
+class Admin:
+    def __init__(self, user: User) -> None:
+        self.client = Client()
+        self.client.force_login(user)
+
+    def page(self, url: str, **query: str) -> bool:
+        code = self.client.get(url, query).status_code
+        assert code in (200, 403), (url, code)
+        return code == 200
+
+    def post(self, url: str, data: dict[str, Any] | None = None) -> None:
+        response = self.client.post(url, data or {})
+        # 302: done, or refused with an error message; 200: a form with its errors; 403.
+        assert response.status_code in (200, 302, 403), (url, response.status_code)
+        if response.status_code == 302:
+            self.client.get(response["Location"])  # shows the messages, clears them
+
+    def button(self, name: str, object_id: Any, data: dict[str, Any] | None = None) -> None:
+        self.post(reverse(f"admin:tasks_app_{name}", args=[object_id]), data)
+
+    def bulk(self, model: str, action: str, *ids: Any) -> None:
+        url = reverse(f"admin:tasks_app_{model}_changelist")
+        self.post(url, {"action": action, "_selected_action": [str(i) for i in ids]})
+
+    def save(self, task: Task, **changes: str) -> None:
+        data = form(id=task.pk, action=task.action, payload=json.dumps(task.payload))
+        data.update(changes)
+        self.post(reverse("admin:tasks_app_task_change", args=[task.pk]), data)
+
+
+class Api:
+    def __init__(self, user: User) -> None:
+        self.client = APIClient()
+        self.client.force_authenticate(user)
+
+    def call(self, method: str, path: str, body: Any = None) -> bool:
+        response = getattr(self.client, method)(path, body, format="json")
+        if response.status_code == 403:
+            if method != "head":
+                assert "permission" in response.json()["error"], response.content
+            return False
+        assert response.status_code < 300, (method, path, response.content)
+        return True
+
+
+class Cli:
+    def __init__(self, user: User) -> None:
+        self.username = user.username
+
+    def call(self, *args: str) -> bool:
+        try:
+            call_command("tasks", *args, "--as", self.username, stdout=StringIO())
+        except CommandError as exc:
+            assert exc.returncode == 1, exc
+            assert str(exc).startswith("permission denied: "), exc
+            assert "\n" not in str(exc)
+            return False
+        return True
+
+
+def changed(before: Callable[[], Any], act: Callable[[], Any]) -> bool:
+    """Whether ``act`` changed what ``before`` reads."""
+    first = before()
+    act()
+    return bool(before() != first)
+
+
+# -- the cells: operation → {way in: do it as the user, answer whether it happened} --------
+
+Cell = Callable[[User, World], bool]
+
+
+def _admin(user: User) -> Admin:
+    return Admin(user)
+
+
+CELLS: dict[str, dict[str, Cell]] = {
+    "list": {
+        "admin": lambda u, w: _admin(u).page(reverse("admin:tasks_app_task_changelist")),
+        "api": lambda u, w: Api(u).call("get", "/api/tasks"),
+        "api-head": lambda u, w: Api(u).call("head", "/api/tasks"),
+        "api-options": lambda u, w: Api(u).call("options", "/api/tasks"),
+        "cli": lambda u, w: Cli(u).call("list"),
+    },
+    "get": {
+        "admin": lambda u, w: _admin(u).page(
+            reverse("admin:tasks_app_task_change", args=[w.task.pk])
+        ),
+        "api": lambda u, w: Api(u).call("get", f"/api/tasks/{w.task.pk}"),
+        "api-head": lambda u, w: Api(u).call("head", f"/api/tasks/{w.task.pk}"),
+        "cli": lambda u, w: Cli(u).call("get", w.task.pk),
+    },
+    "preview": {
+        "admin": lambda u, w: _admin(u).page(
+            reverse("admin:tasks_app_task_preview"),
+            schedule_type="cron",
+            cron="0 9 * * *",
+            timezone="UTC",
+        ),
+        "api": lambda u, w: Api(u).call("get", f"/api/tasks/{w.recurring.pk}/preview"),
+        "cli": lambda u, w: Cli(u).call("preview", w.recurring.pk),
+    },
+    "check": {
+        "admin": lambda u, w: (
+            _admin(u)
+            .client.post(
+                reverse("admin:tasks_app_task_payload_check"),
+                {"action": "command", "payload": json.dumps({"command": "nope"})},
+            )
+            .status_code
+            == 200
+        ),
+    },
+    "actions": {
+        "api": lambda u, w: Api(u).call("get", "/api/actions"),
+        "api-head": lambda u, w: Api(u).call("head", "/api/actions"),
+    },
+    "overview": {
+        "admin": lambda u, w: _admin(u).page(reverse("tasks-overview")),
+        "admin-health": lambda u, w: _admin(u).page("/admin/overview/health/"),
+    },
+    "runs": {
+        "admin": lambda u, w: _admin(u).page(reverse("admin:tasks_app_run_changelist")),
+        "admin-page": lambda u, w: _admin(u).page(
+            reverse("admin:tasks_app_run_change", args=[w.failed.pk])
+        ),
+        "api": lambda u, w: Api(u).call("get", "/api/runs"),
+        "api-one": lambda u, w: Api(u).call("get", f"/api/runs/{w.failed.pk}"),
+        "api-dead": lambda u, w: Api(u).call("head", "/api/runs/dead"),
+        "cli": lambda u, w: Cli(u).call("runs"),
+    },
+    "task_runs": {
+        "admin": lambda u, w: _admin(u).page(
+            reverse("admin:tasks_app_run_changelist"), task__id__exact=w.task.pk
+        ),
+        "api": lambda u, w: Api(u).call("get", f"/api/tasks/{w.task.pk}/runs"),
+        "api-head": lambda u, w: Api(u).call("head", f"/api/tasks/{w.task.pk}/runs?status=failed"),
+        "api-options": lambda u, w: Api(u).call("options", f"/api/tasks/{w.task.pk}/runs"),
+        "cli": lambda u, w: Cli(u).call("runs", w.task.pk),
+    },
+    "create": {
+        "admin": lambda u, w: changed(
+            Task.objects.count,
+            lambda: _admin(u).post(reverse("admin:tasks_app_task_add"), form(id="made")),
+        ),
+        "api": lambda u, w: changed(
+            Task.objects.count,
+            lambda: Api(u).call("post", "/api/tasks", {"id": "made", "action": "noop"}),
+        ),
+        "cli": lambda u, w: changed(
+            Task.objects.count, lambda: Cli(u).call("create", "made", "--action", "noop")
+        ),
+    },
+    "create_with_run": {
+        "admin": lambda u, w: changed(
+            runs,
+            lambda: _admin(u).post(
+                reverse("admin:tasks_app_task_add"), form(id="made", delay_seconds="0")
+            ),
+        ),
+        "api": lambda u, w: changed(
+            runs,
+            lambda: Api(u).call(
+                "post", "/api/tasks", {"id": "made", "action": "noop", "delay_seconds": 0}
+            ),
+        ),
+        "cli": lambda u, w: changed(
+            runs, lambda: Cli(u).call("create", "made", "--action", "noop", "--in", "0s")
+        ),
+    },
+    "update": {
+        "admin": lambda u, w: changed(
+            lambda: name(w.task.pk), lambda: _admin(u).save(w.task, name="renamed")
+        ),
+        "api": lambda u, w: changed(
+            lambda: name(w.task.pk),
+            lambda: Api(u).call("patch", f"/api/tasks/{w.task.pk}", {"name": "renamed"}),
+        ),
+        "api-put": lambda u, w: changed(
+            lambda: name(w.task.pk),
+            lambda: Api(u).call(
+                "put",
+                f"/api/tasks/{w.task.pk}",
+                {"name": "renamed", "action": "echo", "payload": {"message": "hi"}},
+            ),
+        ),
+        "cli": lambda u, w: changed(
+            lambda: name(w.task.pk), lambda: Cli(u).call("update", w.task.pk, "--name", "renamed")
+        ),
+    },
+    "update_to_once": {
+        "admin": lambda u, w: changed(
+            runs,
+            lambda: _admin(u).save(
+                w.task,
+                schedule_type="once",
+                run_at_0=w.future[:10],
+                run_at_1=w.future[11:19],
+            ),
+        ),
+        "api": lambda u, w: changed(
+            runs,
+            lambda: Api(u).call(
+                "patch",
+                f"/api/tasks/{w.task.pk}",
+                {"schedule_type": "once", "run_at": w.future},
+            ),
+        ),
+    },
+    "delete": {
+        "admin": lambda u, w: changed(
+            Task.objects.count,
+            lambda: _admin(u).post(
+                reverse("admin:tasks_app_task_delete", args=[w.task.pk]), {"post": "yes"}
+            ),
+        ),
+        "admin-action": lambda u, w: changed(
+            Task.objects.count,
+            lambda: _admin(u).post(
+                reverse("admin:tasks_app_task_changelist"),
+                {"action": "delete_selected", "_selected_action": [w.task.pk], "post": "yes"},
+            ),
+        ),
+        "api": lambda u, w: changed(
+            Task.objects.count, lambda: Api(u).call("delete", f"/api/tasks/{w.task.pk}")
+        ),
+        "cli": lambda u, w: changed(Task.objects.count, lambda: Cli(u).call("delete", w.task.pk)),
+    },
+    "duplicate": {
+        "admin": lambda u, w: changed(
+            Task.objects.count, lambda: _admin(u).button("task_duplicate", w.task.pk)
+        ),
+    },
+    "duplicate_once": {
+        "admin": lambda u, w: changed(runs, lambda: _admin(u).button("task_duplicate", w.once.pk)),
+    },
+    "pause": {
+        "admin": lambda u, w: changed(
+            lambda: is_paused(w.task.pk),
+            lambda: _admin(u).button("task_pause", w.task.pk, {"note": "why"}),
+        ),
+        "admin-action": lambda u, w: changed(
+            lambda: is_paused(w.task.pk), lambda: _admin(u).bulk("task", "pause", w.task.pk)
+        ),
+        "api": lambda u, w: changed(
+            lambda: is_paused(w.task.pk),
+            lambda: Api(u).call("post", f"/api/tasks/{w.task.pk}/pause", {"note": "why"}),
+        ),
+        "cli": lambda u, w: changed(
+            lambda: is_paused(w.task.pk), lambda: Cli(u).call("pause", w.task.pk)
+        ),
+    },
+    "resume": {
+        "admin": lambda u, w: changed(
+            lambda: is_paused(w.paused.pk), lambda: _admin(u).button("task_resume", w.paused.pk)
+        ),
+        "admin-action": lambda u, w: changed(
+            lambda: is_paused(w.paused.pk), lambda: _admin(u).bulk("task", "resume", w.paused.pk)
+        ),
+        "api": lambda u, w: changed(
+            lambda: is_paused(w.paused.pk),
+            lambda: Api(u).call("post", f"/api/tasks/{w.paused.pk}/resume"),
+        ),
+        "cli": lambda u, w: changed(
+            lambda: is_paused(w.paused.pk), lambda: Cli(u).call("resume", w.paused.pk)
+        ),
+    },
+    "execute": {
+        "admin": lambda u, w: changed(runs, lambda: _admin(u).button("task_run_now", w.task.pk)),
+        "admin-action": lambda u, w: changed(
+            runs, lambda: _admin(u).bulk("task", "run_now", w.task.pk)
+        ),
+        "api": lambda u, w: changed(
+            runs, lambda: Api(u).call("post", f"/api/tasks/{w.task.pk}/execute")
+        ),
+        "api-options": lambda u, w: Api(u).call("options", f"/api/tasks/{w.task.pk}/execute"),
+        "cli": lambda u, w: changed(runs, lambda: Cli(u).call("execute", w.task.pk)),
+    },
+    "schedule": {
+        "admin": lambda u, w: changed(runs, lambda: _admin(u).save(w.task, delay_seconds="60")),
+        "api": lambda u, w: changed(
+            runs,
+            lambda: Api(u).call("post", f"/api/tasks/{w.task.pk}/schedule", {"delay_seconds": 60}),
+        ),
+        "cli": lambda u, w: changed(
+            runs, lambda: Cli(u).call("schedule", w.task.pk, "--in", "60s")
+        ),
+    },
+    "backfill": {
+        "api": lambda u, w: changed(
+            runs,
+            lambda: Api(u).call(
+                "post",
+                f"/api/tasks/{w.recurring.pk}/backfill",
+                {
+                    "start": (timezone.now() - timedelta(hours=3)).isoformat(),
+                    "end": timezone.now().isoformat(),
+                },
+            ),
+        ),
+        "cli": lambda u, w: changed(
+            runs,
+            lambda: Cli(u).call(
+                "backfill",
+                w.recurring.pk,
+                "--start",
+                (timezone.now() - timedelta(hours=3)).isoformat(),
+                "--end",
+                timezone.now().isoformat(),
+            ),
+        ),
+    },
+    "cancel": {
+        "admin": lambda u, w: changed(
+            lambda: status(w.pending), lambda: _admin(u).button("run_cancel", w.pending.pk)
+        ),
+        "admin-action": lambda u, w: changed(
+            lambda: status(w.pending), lambda: _admin(u).bulk("run", "cancel", w.pending.pk)
+        ),
+        "api": lambda u, w: changed(
+            lambda: status(w.pending),
+            lambda: Api(u).call("post", f"/api/runs/{w.pending.pk}/cancel"),
+        ),
+        "cli": lambda u, w: changed(
+            lambda: status(w.pending), lambda: Cli(u).call("cancel", str(w.pending.pk))
+        ),
+    },
+    "retry": {
+        "admin": lambda u, w: changed(runs, lambda: _admin(u).button("run_retry", w.failed.pk)),
+        "admin-action": lambda u, w: changed(
+            runs, lambda: _admin(u).bulk("run", "retry", w.failed.pk)
+        ),
+        "api": lambda u, w: changed(
+            runs, lambda: Api(u).call("post", f"/api/runs/{w.failed.pk}/retry")
+        ),
+        "cli": lambda u, w: changed(runs, lambda: Cli(u).call("retry", str(w.failed.pk))),
+    },
+    "prune": {
+        "cli": lambda u, w: changed(runs, lambda: Cli(u).call("prune")),
+    },
+}
+
+
+def test_the_grid_covers_every_operation_and_cli_verb() -> None:
+    """No operation of the permission table and no CLI verb is left out of the matrix."""
+    from tasks_app import permissions
+    from tasks_app.management.commands.tasks import Command
+
+    assert set(permissions.OPERATION_PERMISSIONS) <= set(CELLS)
+    assert set(CELLS) == set(ALLOWED)
+    parser = Command().create_parser("manage.py", "tasks")
+    verbs = next(a for a in parser._actions if a.dest == "verb").choices
+    assert verbs is not None
+    in_cells = {op for op, ways in CELLS.items() if "cli" in ways}
+    assert set(verbs) <= in_cells
+
+
+@pytest.mark.parametrize("grade", list(GRADES))
+@pytest.mark.parametrize("operation", list(CELLS))
+def test_every_way_in_agrees(operation: str, grade: str) -> None:
+    user = make_user(grade)
+    outcomes = {}
+    for way, cell in CELLS[operation].items():
+        with transaction.atomic():  # each way in acts on a world of its own
+            outcomes[way] = cell(user, world())
+            transaction.set_rollback(True)
+    expected = grade in ALLOWED[operation]
+    assert outcomes == dict.fromkeys(CELLS[operation], expected)
