@@ -29,6 +29,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
 from tests.admin.test_forms import form
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -114,11 +115,15 @@ def world() -> World:
     once = services.task_create(id="once", action="noop", schedule_type="once", run_at=future)
     pending = services.task_schedule_once(task=task, delay_seconds=3600)
     failed = services.task_execute(task=task)
-    Run.objects.filter(pk=failed.pk).update(status=RunStatus.FAILED, finished_at=timezone.now())
+    run_set(failed.pk, status=RunStatus.FAILED, finished_at=timezone.now())
     old = services.task_execute(task=task)
     long_ago = timezone.now() - timedelta(days=400)
-    Run.objects.filter(pk=old.pk).update(
-        status=RunStatus.COMPLETED, finished_at=long_ago, created_at=long_ago, due_at=long_ago
+    run_set(
+        old.pk,
+        status=RunStatus.COMPLETED,
+        finished_at=long_ago,
+        created_at=long_ago,
+        due_at=long_ago,
     )
     return World(task, paused, recurring, once, pending, failed, old, future.isoformat())
 
