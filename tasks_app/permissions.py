@@ -37,6 +37,8 @@ OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "resume": ["view_task", "change_task"],
     "backfill": ["view_task", "add_run"],
     "runs": ["view_run"],
+    "show": ["view_run"],
+    "wait": ["view_run"],
     "cancel": ["view_run", "change_run"],
     "retry": ["view_run", "add_run"],
 }

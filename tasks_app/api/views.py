@@ -30,7 +30,12 @@ from rest_framework.views import APIView
 from .. import actions, permissions, selectors, services
 from ..models import Run, Task, Trigger
 from ..observability import health
-from ..representations import RunOutputSerializer, TaskCreatedSerializer, TaskOutputSerializer
+from ..representations import (
+    RunDetailSerializer,
+    RunOutputSerializer,
+    TaskCreatedSerializer,
+    TaskOutputSerializer,
+)
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
 from .errors import ErrorSerializer
 from .pagination import Pagination, RunCursorPagination
@@ -473,9 +478,14 @@ class DeadRunListView(ApiView):
 class RunDetailView(ApiView):
     perm_model = Run
 
-    @extend_schema(summary="Get a run", responses={200: RunOutputSerializer, **errors(404)})
+    @extend_schema(
+        summary="Get a run, with the outcome of all its attempts",
+        responses={200: RunDetailSerializer, **errors(404)},
+    )
     def get(self, request: Request, run_id: str) -> Response:
-        return Response(RunOutputSerializer(self.run(run_id)).data)
+        run = self.run(run_id)
+        outcome = selectors.run_outcome(run=run)
+        return Response(RunDetailSerializer(run, context={"outcome": outcome}).data)
 
 
 @extend_schema(parameters=[RUN_ID])
