@@ -39,7 +39,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from django_celery_results.models import TaskResult
 
-from .. import actions, permissions, services, validation
+from .. import actions, permissions, selectors, services, validation
 from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
@@ -50,6 +50,7 @@ from ..models import (
 )
 from ..services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
 from ..timing import scheduling
+from . import attempts as attempts_view
 from . import views as admin_views
 from .paging import HistoryPaginator
 from .views import badge, duration, instant
@@ -667,6 +668,7 @@ class RunAdmin(admin.ModelAdmin):
         "id",
         "task_link",
         "status_badge",
+        "outcome",
         "trigger",
         "attempt",
         "attempts",
@@ -772,30 +774,22 @@ class RunAdmin(admin.ModelAdmin):
             run.task_id,
         )
 
+    @admin.display(description="outcome")
+    def outcome(self, run: Run) -> SafeString:
+        return attempts_view.outcome_block(self.run_outcome(run))
+
     @admin.display(description="attempts")
-    def attempts(self, run: Run) -> SafeString | str:
-        first = run.first_attempt_id or run.id
-        chain = (
-            Run.objects.filter(Q(pk=first) | Q(first_attempt_id=first))
-            .filter(attempt__in=[run.attempt - 1, run.attempt + 1])
-            .values_list("pk", "attempt", "status")
-        )
-        links = {attempt: (pk, status) for pk, attempt, status in chain}
-        parts = []
-        for label, attempt in (("previous", run.attempt - 1), ("next", run.attempt + 1)):
-            if attempt in links:
-                pk, status = links[attempt]
-                parts.append(
-                    format_html(
-                        "<a class='tasks-{}-attempt' href='{}'>{} attempt ({}, {})</a>",
-                        label,
-                        reverse("admin:tasks_app_run_change", args=[pk]),
-                        label,
-                        attempt,
-                        status,
-                    )
-                )
-        return format_html_join(" · ", "{}", ((p,) for p in parts)) if parts else "only attempt"
+    def attempts(self, run: Run) -> SafeString:
+        return attempts_view.attempts_table(run, self.run_outcome(run))
+
+    @staticmethod
+    def run_outcome(run: Run) -> selectors.RunOutcome:
+        """Read once per page (the outcome and attempts fields share it)."""
+        cached: selectors.RunOutcome | None = getattr(run, "_outcome", None)
+        if cached is None:
+            cached = selectors.run_outcome(run=run)
+            run._outcome = cached  # type: ignore[attr-defined]
+        return cached
 
     @admin.display(description="output")
     def output_block(self, run: Run) -> SafeString:
