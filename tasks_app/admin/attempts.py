@@ -41,7 +41,7 @@ def attempts_table(run: Run, outcome: RunOutcome) -> SafeString:
         "<td>{}</td><td>{}</td></tr>",
         (
             (
-                format_html(" class='tasks-this-attempt'") if a.pk == run.pk else "",
+                format_html(" class='{}'", "tasks-this-attempt") if a.pk == run.pk else "",
                 a.attempt
                 if a.pk == run.pk
                 else format_html(
