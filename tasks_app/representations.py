@@ -112,9 +112,10 @@ class RunAttemptSerializer(serializers.Serializer):
 
 
 class RunDetailSerializer(RunOutputSerializer):
-    """A run with the outcome of all its attempts: ``GET /api/runs/{id}`` and
-    ``manage.py tasks show|wait --json``. Serialize with ``context={"outcome": RunOutcome}``
-    (``tasks_app.selectors.run_outcome``)."""
+    """A run, with the outcome of all its attempts (retries and interruptions)."""
+
+    # GET /api/runs/{id} and ``manage.py tasks show|wait --json``; serialized with
+    # ``context={"outcome": selectors.run_outcome(run=run)}``.
 
     outcome = serializers.SerializerMethodField(
         help_text="The run's final status over all its attempts (retries and "
