@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db.models import Field
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -484,7 +485,10 @@ class RunDetailView(ApiView):
     )
     def get(self, request: Request, run_id: str) -> Response:
         run = self.run(run_id)
-        outcome = selectors.run_outcome(run=run)
+        try:
+            outcome = selectors.run_outcome(run=run)
+        except Run.DoesNotExist as exc:  # deleted with its task since it was read
+            raise Http404(str(exc)) from exc
         return Response(RunDetailSerializer(run, context={"outcome": outcome}).data)
 
 

@@ -92,9 +92,15 @@ class RunOutcome:
 
 def run_outcome(*, run: Run) -> RunOutcome:
     """The outcome of the run ``run`` belongs to, read in one query whichever attempt
-    ``run`` is (a run retried by hand later gets the new attempt's outcome)."""
+    ``run`` is (a run retried by hand later gets the new attempt's outcome).
+
+    Raises ``Run.DoesNotExist`` when its attempts are gone (the task was deleted since
+    ``run`` was read), so that a caller polling for the outcome does not wait for ever.
+    """
     attempts = tuple(run_attempts(run=run))
-    return RunOutcome(attempts=attempts or (run,))
+    if not attempts:
+        raise Run.DoesNotExist(f"run {run.id} no longer exists")
+    return RunOutcome(attempts=attempts)
 
 
 def tally_rows(

@@ -111,3 +111,17 @@ def test_wait_exit_statuses_from_the_real_command_line() -> None:
     assert late.stderr.strip().count("\n") == 0
     assert f"run {waiting.id}: no outcome after 0.5 s (attempt 1 is pending)" in late.stderr
     assert cli(str(waiting.id), "--timeout", "soon").returncode == 2  # usage error, at once
+
+    # A run deleted (with its task) while waited for: exit 1 at once, not a wait for ever.
+    waiter = subprocess.Popen(
+        [sys.executable, "manage.py", "tasks", "wait", str(waiting.id), "--timeout", "120s"],
+        cwd=ROOT,
+        env=process_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)
+    services.task_delete(task=task, by="test")
+    _, stderr = waiter.communicate(timeout=60)
+    assert waiter.returncode == 1, stderr
+    assert f"run {waiting.id} no longer exists" in stderr or "no run with id" in stderr

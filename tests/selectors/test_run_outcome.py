@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 
 from tasks_app import selectors, services
+from tasks_app.models import Run
 from tests.run_chains import flaky_task, interrupt
 
 pytestmark = pytest.mark.django_db
@@ -25,3 +26,11 @@ def test_the_attempts_of_a_run_are_found_through_indexes_not_a_scan() -> None:
     assert "Seq Scan" not in plan, plan
     assert "first_attempt_id" in plan, plan  # the foreign key's own index
     assert [r.attempt for r in selectors.run_outcome(run=run).attempts] == [1, 2, 3]
+
+
+def test_the_outcome_of_a_run_deleted_since_it_was_read_is_an_error_not_a_wait() -> None:
+    task = flaky_task("deleted", max_retries=0)
+    run = services.task_execute(task=task)
+    services.task_delete(task=task, by="test")
+    with pytest.raises(Run.DoesNotExist, match=f"run {run.id} no longer exists"):
+        selectors.run_outcome(run=run)

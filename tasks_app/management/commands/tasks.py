@@ -337,7 +337,7 @@ class Command(BaseCommand):
             raise
         except permissions.ActionNotPermitted as exc:
             raise CommandError(f"permission denied: {exc}", returncode=1) from exc
-        except (ValidationError, services.ConflictError, LookupError) as exc:
+        except (ValidationError, services.ConflictError, LookupError, Run.DoesNotExist) as exc:
             raise CommandError(one_line(exc), returncode=1) from exc
 
     def acting_user(self, username: str | None, verb: str) -> Any:
