@@ -7,13 +7,12 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
+from tests.stored_rows import run_set
 
 
 def running(run: Run, *, worker: str = "w1@host") -> Run:
     now = timezone.now()
-    Run.objects.filter(pk=run.pk).update(
-        status=RunStatus.RUNNING, queued_at=now, started_at=now, worker=worker
-    )
+    run_set(run.pk, status=RunStatus.RUNNING, queued_at=now, started_at=now, worker=worker)
     return Run.objects.select_related("task").get(pk=run.pk)
 
 
