@@ -49,6 +49,8 @@ OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "backfill": ["view_task", "add_run"],
     "task_runs": ["view_task", "view_run"],
     "runs": ["view_run"],
+    "show": ["view_run"],
+    "wait": ["view_run"],
     "cancel": ["view_run", "change_run"],
     "retry": ["view_run", "add_run"],
     "prune": ["view_run", "delete_run"],

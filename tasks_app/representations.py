@@ -10,7 +10,8 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from .models import RunStatus, Task, TaskStatus, Trigger
+from .models import Run, RunStatus, Task, TaskStatus, Trigger
+from .selectors import OUTCOME_STATUSES
 from .services import TASK_FIELDS
 
 
@@ -93,6 +94,58 @@ class RunOutputSerializer(serializers.Serializer):
     truncated = serializers.BooleanField()
     error = serializers.CharField(help_text="Message and traceback of a failed attempt.")
     result = serializers.JSONField(allow_null=True)
+
+
+class RunAttemptSerializer(serializers.Serializer):
+    """One attempt of a run, as listed under ``attempts``."""
+
+    id = serializers.UUIDField()
+    attempt = serializers.IntegerField()
+    trigger = serializers.ChoiceField(choices=Trigger.choices)
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+    due_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    duration_ms = serializers.IntegerField(allow_null=True)
+    worker = serializers.CharField()
+    error = serializers.CharField(help_text="Message and traceback of a failed attempt.")
+
+
+class RunDetailSerializer(RunOutputSerializer):
+    """A run, with the outcome of all its attempts (retries and interruptions)."""
+
+    # GET /api/runs/{id} and ``manage.py tasks show|wait --json``; serialized with
+    # ``context={"outcome": selectors.run_outcome(run=run)}``.
+
+    outcome = serializers.SerializerMethodField(
+        help_text="The run's final status over all its attempts (retries and "
+        "interruptions): completed, failed, expired, cancelled or skipped once its latest "
+        "attempt has ended with none to follow; null while an attempt is still to come. "
+        "Every attempt's id answers the same."
+    )
+    outcome_attempt = serializers.SerializerMethodField(
+        help_text="The id of the latest attempt, the one whose status is the outcome (its "
+        "output and result are on GET /api/runs/{that id})."
+    )
+    attempts = serializers.SerializerMethodField(
+        help_text="Every attempt of the run, first to latest."
+    )
+
+    @extend_schema_field(
+        serializers.ChoiceField(
+            choices=[s for s in RunStatus.values if s in OUTCOME_STATUSES], allow_null=True
+        )
+    )
+    def get_outcome(self, run: Run) -> str | None:
+        return self.context["outcome"].status  # type: ignore[no-any-return]
+
+    @extend_schema_field(serializers.UUIDField())
+    def get_outcome_attempt(self, run: Run) -> str:
+        return str(self.context["outcome"].latest.id)
+
+    @extend_schema_field(RunAttemptSerializer(many=True))
+    def get_attempts(self, run: Run) -> list[dict[str, Any]]:
+        return list(RunAttemptSerializer(self.context["outcome"].attempts, many=True).data)
 
 
 class TaskCreatedSerializer(TaskOutputSerializer):

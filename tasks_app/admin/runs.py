@@ -13,17 +13,18 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django_celery_results.models import TaskResult
 
-from .. import permissions, services
+from .. import permissions, selectors, services
 from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
     Run,
     Task,
 )
+from . import attempts as attempts_view
 from .buttons import post_button
 from .paging import HistoryPaginator
 from .views import badge, duration, instant
@@ -80,6 +81,7 @@ class RunAdmin(admin.ModelAdmin):
         "id",
         "task_link",
         "status_badge",
+        "outcome",
         "trigger",
         "attempt",
         "attempts",
@@ -185,30 +187,22 @@ class RunAdmin(admin.ModelAdmin):
             run.task_id,
         )
 
+    @admin.display(description="outcome")
+    def outcome(self, run: Run) -> SafeString:
+        return attempts_view.outcome_block(self.run_outcome(run))
+
     @admin.display(description="attempts")
-    def attempts(self, run: Run) -> SafeString | str:
-        first = run.first_attempt_id or run.id
-        chain = (
-            Run.objects.filter(Q(pk=first) | Q(first_attempt_id=first))
-            .filter(attempt__in=[run.attempt - 1, run.attempt + 1])
-            .values_list("pk", "attempt", "status")
-        )
-        links = {attempt: (pk, status) for pk, attempt, status in chain}
-        parts = []
-        for label, attempt in (("previous", run.attempt - 1), ("next", run.attempt + 1)):
-            if attempt in links:
-                pk, status = links[attempt]
-                parts.append(
-                    format_html(
-                        "<a class='tasks-{}-attempt' href='{}'>{} attempt ({}, {})</a>",
-                        label,
-                        reverse("admin:tasks_app_run_change", args=[pk]),
-                        label,
-                        attempt,
-                        status,
-                    )
-                )
-        return format_html_join(" · ", "{}", ((p,) for p in parts)) if parts else "only attempt"
+    def attempts(self, run: Run) -> SafeString:
+        return attempts_view.attempts_table(run, self.run_outcome(run))
+
+    @staticmethod
+    def run_outcome(run: Run) -> selectors.RunOutcome:
+        """Read once per page (the outcome and attempts fields share it)."""
+        cached: selectors.RunOutcome | None = getattr(run, "_outcome", None)
+        if cached is None:
+            cached = selectors.run_outcome(run=run)
+            run._outcome = cached  # type: ignore[attr-defined]
+        return cached
 
     @admin.display(description="output")
     def output_block(self, run: Run) -> SafeString:

@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from django.db.models import Field
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -31,7 +32,12 @@ from rest_framework.views import APIView
 from .. import actions, selectors, services
 from ..models import Run, Task, Trigger
 from ..observability import health
-from ..representations import RunOutputSerializer, TaskCreatedSerializer, TaskOutputSerializer
+from ..representations import (
+    RunDetailSerializer,
+    RunOutputSerializer,
+    TaskCreatedSerializer,
+    TaskOutputSerializer,
+)
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
 from .errors import ErrorSerializer, exception_handler
 from .pagination import Pagination, RunCursorPagination
@@ -477,9 +483,17 @@ class DeadRunListView(ApiView):
 class RunDetailView(ApiView):
     operations = {"GET": "runs"}
 
-    @extend_schema(summary="Get a run", responses={200: RunOutputSerializer, **errors(404)})
+    @extend_schema(
+        summary="Get a run, with the outcome of all its attempts",
+        responses={200: RunDetailSerializer, **errors(404)},
+    )
     def get(self, request: Request, run_id: str) -> Response:
-        return Response(RunOutputSerializer(self.run(run_id)).data)
+        run = self.run(run_id)
+        try:
+            outcome = selectors.run_outcome(run=run)
+        except Run.DoesNotExist as exc:  # deleted with its task since it was read
+            raise Http404(str(exc)) from exc
+        return Response(RunDetailSerializer(run, context={"outcome": outcome}).data)
 
 
 @extend_schema(parameters=[RUN_ID])

@@ -3,11 +3,14 @@ filters, the schedule preview, dead runs, attempts, alarms. No writes here."""
 
 from .runs import (
     DEAD_STATUSES,
+    OUTCOME_STATUSES,
     RUN_RANGES,
+    RunOutcome,
     RunTotals,
     run_attempts,
     run_list,
     run_list_dead,
+    run_outcome,
     run_tally_totals,
 )
 from .tasks import (
@@ -23,14 +26,17 @@ from .tasks import (
 __all__ = [
     "DEAD_STATUSES",
     "MAX_PREVIEW",
+    "OUTCOME_STATUSES",
     "RUN_RANGES",
     "TASK_RANGES",
     "Fire",
+    "RunOutcome",
     "RunTotals",
     "overdue_fire",
     "run_attempts",
     "run_list",
     "run_list_dead",
+    "run_outcome",
     "run_tally_totals",
     "task_list",
     "task_preview",

@@ -11,10 +11,13 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 
 from .. import store
-from ..models import Run, RunStatus, RunTally
+from ..models import FINAL_RUN_STATUSES, Run, RunStatus, RunTally
 from .tasks import in_ranges
 
 DEAD_STATUSES = (RunStatus.FAILED, RunStatus.EXPIRED)
+# The statuses that end a run for good: a ``retrying`` or ``interrupted`` attempt always has
+# a next attempt (created in the same transaction), so it is never the outcome.
+OUTCOME_STATUSES = FINAL_RUN_STATUSES - {RunStatus.RETRYING, RunStatus.INTERRUPTED}
 RUN_RANGES = {
     "due": "due_at",
     "created": "created_at",
@@ -62,9 +65,42 @@ def run_list_dead(*, task_id: str | None = None) -> QuerySet[Run]:
 
 
 def run_attempts(*, run: Run) -> QuerySet[Run]:
-    """Every attempt of the run ``run`` belongs to (the first attempt and its retries), in order."""
+    """Every attempt of the run ``run`` belongs to (the first attempt and its retries), in
+    order: one query, served by the primary key and the ``first_attempt`` index."""
     first = run.first_attempt_id or run.id
     return Run.objects.filter(Q(pk=first) | Q(first_attempt_id=first)).order_by("attempt")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What any attempt's id answers for the run it belongs to: every attempt, in order, and
+    the outcome once the latest attempt has ended with no attempt to follow."""
+
+    attempts: tuple[Run, ...]
+
+    @property
+    def latest(self) -> Run:
+        return self.attempts[-1]
+
+    @property
+    def status(self) -> str | None:
+        """``completed``, ``failed``, ``expired``, ``cancelled`` or ``skipped``; ``None``
+        while an attempt is still to come (waiting, running, or about to be retried)."""
+        status = self.latest.status
+        return status if status in OUTCOME_STATUSES else None
+
+
+def run_outcome(*, run: Run) -> RunOutcome:
+    """The outcome of the run ``run`` belongs to, read in one query whichever attempt
+    ``run`` is (a run retried by hand later gets the new attempt's outcome).
+
+    Raises ``Run.DoesNotExist`` when its attempts are gone (the task was deleted since
+    ``run`` was read), so that a caller polling for the outcome does not wait for ever.
+    """
+    attempts = tuple(run_attempts(run=run))
+    if not attempts:
+        raise Run.DoesNotExist(f"run {run.id} no longer exists")
+    return RunOutcome(attempts=attempts)
 
 
 def tally_rows(

@@ -99,8 +99,30 @@ def test_run_page_shows_output_truncation_error_celery_result_and_attempt_links(
     assert reverse("admin:tasks_app_run_change", args=[second.pk]) in page  # next attempt
     assert reverse("admin:tasks_app_task_change", args=[task.pk]) in page
     assert 'id="btn-retry"' in page and 'id="btn-cancel"' not in page
+    assert "not yet</span>: <a href" in page  # the retry is still to run
     back = operator.get(reverse("admin:tasks_app_run_change", args=[second.pk])).content.decode()
-    assert "previous attempt (1, failed)" in back
+    assert reverse("admin:tasks_app_run_change", args=[first.pk]) in back  # first attempt
+
+
+def test_run_page_shows_the_outcome_of_all_attempts_and_lists_each(operator) -> None:
+    task = services.task_create(id="retried", action="noop", max_retries=1)
+    first = finished(
+        services.task_execute(task=task),
+        RunStatus.FAILED,
+        error="RuntimeError: disk full\n\nTraceback (most recent call last):\n  ...",
+        worker="w1@host",
+    )
+    second = finished(services.run_retry(run=first), RunStatus.COMPLETED, worker="w2@host")
+    page = operator.get(reverse("admin:tasks_app_run_change", args=[first.pk])).content.decode()
+    outcome = page.split("tasks-outcome", 1)[1].split("</div>", 1)[0]
+    assert "tasks-completed" in outcome and "attempt 2</a> of 2" in outcome
+    table = page.split("<table class='tasks-attempts'>", 1)[1].split("</table>", 1)[0]
+    rows = table.split("<tr")[2:]
+    assert len(rows) == 2
+    assert "tasks-this-attempt" in rows[0] and "tasks-failed" in rows[0]
+    assert "RuntimeError: disk full" in rows[0] and "w1@host" in rows[0]
+    assert reverse("admin:tasks_app_run_change", args=[second.pk]) in rows[1]
+    assert "tasks-completed" in rows[1] and "w2@host" in rows[1]
 
 
 def test_cancel_and_retry_buttons_go_through_the_services(operator) -> None:

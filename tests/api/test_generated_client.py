@@ -119,18 +119,16 @@ def test_a_generated_client_drives_the_seed_workflow(generated: Any, worker: Any
     assert isinstance(run, models.RunOutput), run
     assert run.trigger == models.TriggerEnum.DELAY and run.status == models.RunStatusEnum.PENDING
 
-    # Poll the run until it completes (the worker runs it once it is due).
+    # Poll the run until it has an outcome (the worker runs it once it is due).
     def finished() -> Any:
         got = api("runs.runs_retrieve").sync(str(run.id), client=client)
-        assert isinstance(got, models.RunOutput), got
-        return (
-            got
-            if got.status in (models.RunStatusEnum.COMPLETED, models.RunStatusEnum.FAILED)
-            else None
-        )
+        assert isinstance(got, models.RunDetail), got
+        return got if got.outcome is not None else None
 
     done = wait_until(finished, timeout=30, interval=0.1, message="the scheduled run to finish")
-    assert done.status == models.RunStatusEnum.COMPLETED, done.error
+    assert done.outcome == models.OutcomeEnum.COMPLETED, done.error
+    assert done.status == models.RunStatusEnum.COMPLETED
+    assert [a.id for a in done.attempts] == [run.id] and done.outcome_attempt == run.id
     assert done.output == "hello" and done.started_at >= done.due_at and done.lateness_ms >= 0
 
     # List runs with a filter: the envelope parses, and the filter filters.

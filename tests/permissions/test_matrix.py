@@ -55,6 +55,8 @@ ALLOWED: dict[str, set[str]] = {
     "actions": READERS,
     "overview": READERS,
     "runs": READERS,
+    "show": READERS,
+    "wait": READERS,
     "task_runs": READERS,
     "create": {"change_task", "superuser"},
     "create_with_run": {"superuser"},  # a delay of 0 creates a run: add_run too
@@ -278,6 +280,8 @@ CELLS: dict[str, dict[str, Cell]] = {
         "api-dead": lambda u, w: Api(u).call("head", "/api/runs/dead"),
         "cli": lambda u, w: Cli(u).call("runs"),
     },
+    "show": {"cli": lambda u, w: Cli(u).call("show", str(w.failed.pk))},
+    "wait": {"cli": lambda u, w: Cli(u).call("wait", str(w.old.pk))},  # completed: exit 0
     "task_runs": {
         "admin": lambda u, w: _admin(u).page(
             reverse("admin:tasks_app_run_changelist"), task__id__exact=w.task.pk

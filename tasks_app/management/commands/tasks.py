@@ -3,7 +3,8 @@
 Each verb parses its arguments, calls one service (or selector), and prints either an
 aligned table with relative times or, with ``--json``, the same JSON the REST API returns.
 Exit status: 0 on success; 1 with a one-line message on stderr when the system refuses
-(validation, conflict, not found, permission); 2 for usage errors (argparse).
+(validation, conflict, not found, permission); 2 for usage errors (argparse). ``wait`` exits
+with the run's outcome: 0 completed, 1 failed / expired / cancelled / skipped, 2 timed out.
 
 Who acts: whoever can run ``manage.py`` holds the database credentials and the secret key,
 so by default the CLI is a trusted operator (every permission; the audit trail records
@@ -20,6 +21,7 @@ import getpass
 import json
 import re
 import shlex
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -33,6 +35,7 @@ from django.utils.dateparse import parse_datetime
 from tasks_app import permissions, selectors, services, validation
 from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 from tasks_app.representations import (
+    RunDetailSerializer,
     RunOutputSerializer,
     TaskCreatedSerializer,
     TaskOutputSerializer,
@@ -40,6 +43,7 @@ from tasks_app.representations import (
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 MAX_LIMIT = 10_000  # rows a list prints at most
+WAIT_POLL_SECONDS = 0.5  # how often ``tasks wait`` reads the run's outcome
 UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, None: 1}
 
 
@@ -284,6 +288,21 @@ class Command(BaseCommand):
         )
         p.add_argument("--limit", type=bounded_int(1, MAX_LIMIT), default=50)
 
+        verb("show", "show a run: its outcome and every attempt").add_argument("run_id")
+
+        p = verb(
+            "wait",
+            "wait for a run's outcome: exit 0 completed, 1 failed, expired, cancelled or "
+            "skipped, 2 timed out",
+        )
+        p.add_argument("run_id")
+        p.add_argument(
+            "--timeout",
+            type=duration,
+            metavar="DURATION",
+            help="give up after this long (exit 2); default: wait as long as it takes",
+        )
+
         verb("cancel", "cancel a pending or queued run").add_argument("run_id")
         verb("retry", "retry a failed, expired or cancelled run").add_argument("run_id")
 
@@ -319,7 +338,7 @@ class Command(BaseCommand):
             raise
         except (permissions.ActionNotPermitted, permissions.OperationNotPermitted) as exc:
             raise CommandError(f"permission denied: {exc}", returncode=1) from exc
-        except (ValidationError, services.ConflictError, LookupError) as exc:
+        except (ValidationError, services.ConflictError, LookupError, Run.DoesNotExist) as exc:
             raise CommandError(one_line(exc), returncode=1) from exc
 
     def acting_user(self, username: str | None, operation: str) -> Any:
@@ -558,6 +577,80 @@ class Command(BaseCommand):
         )
         runs = list(found[: max(o["limit"], 0)])
         self.out(RunOutputSerializer(runs, many=True).data, self.runs_table(runs))
+
+    def do_show(self, o: dict[str, Any]) -> None:
+        run = self.run(o["run_id"])
+        outcome = selectors.run_outcome(run=run)
+        self.out(self.run_detail(run, outcome), self.outcome_text(run, outcome))
+
+    def do_wait(self, o: dict[str, Any]) -> None:
+        """Poll the run's outcome until it is known or ``--timeout`` passes."""
+        run = self.run(o["run_id"])
+        timeout = o.get("timeout")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            outcome = selectors.run_outcome(run=run)
+            self.now = timezone.now()
+            if outcome.status is not None:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                self.out(self.run_detail(run, outcome), self.outcome_text(run, outcome))
+                latest = outcome.latest
+                raise CommandError(
+                    f"run {run.id}: no outcome after {timeout:g} s (attempt {latest.attempt} "
+                    f"is {latest.status})",
+                    returncode=2,
+                )
+            pause = WAIT_POLL_SECONDS
+            if deadline is not None:
+                pause = max(0.0, min(pause, deadline - time.monotonic()))
+            time.sleep(pause)
+        self.out(self.run_detail(run, outcome), self.outcome_text(run, outcome))
+        if outcome.status != RunStatus.COMPLETED:
+            latest = outcome.latest
+            reason = latest.error.strip().splitlines()[0] if latest.error.strip() else ""
+            raise CommandError(
+                f"run {run.id} {outcome.status} (attempt {latest.attempt})"
+                + (f": {reason}" if reason else ""),
+                returncode=1,
+            )
+
+    def run_detail(self, run: Run, outcome: selectors.RunOutcome) -> Any:
+        return RunDetailSerializer(run, context={"outcome": outcome}).data
+
+    def outcome_text(self, run: Run, outcome: selectors.RunOutcome) -> str:
+        latest = outcome.latest
+        lines = [
+            ("run", str(run.id)),
+            ("task", run.task_id),
+            (
+                "outcome",
+                f"{outcome.status or 'not yet'} (attempt {latest.attempt} of "
+                f"{len(outcome.attempts)}, run {latest.id}, {latest.status})",
+            ),
+            ("trigger", run.trigger),
+            ("due", relative(run.due_at, self.now)),
+        ]
+        if latest.error:
+            lines.append(("error", latest.error.strip().splitlines()[0]))
+        width = max(len(k) for k, _ in lines)
+        rows = [
+            [
+                str(a.attempt),
+                str(a.id),
+                a.status,
+                relative(a.started_at, self.now),
+                relative(a.finished_at, self.now),
+                a.worker or "-",
+                a.error.strip().splitlines()[0][:80] if a.error.strip() else "-",
+            ]
+            for a in outcome.attempts
+        ]
+        return (
+            "\n".join(f"{k.ljust(width)}  {v}" for k, v in lines)
+            + "\n\nattempts:\n"
+            + table(rows, ["TRY", "RUN", "STATUS", "STARTED", "FINISHED", "WORKER", "ERROR"])
+        )
 
     def do_cancel(self, o: dict[str, Any]) -> None:
         run = services.run_cancel(run=self.run(o["run_id"]), by=self.by)

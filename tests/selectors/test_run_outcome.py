@@ -1,0 +1,36 @@
+"""``selectors.run_outcome``: a run's attempts read through indexes (its primary key and the
+``first_attempt`` foreign key), never by scanning the run history."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from tasks_app import selectors, services
+from tasks_app.models import Run
+from tests.run_chains import flaky_task, interrupt
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_attempts_of_a_run_are_found_through_indexes_not_a_scan() -> None:
+    task = flaky_task("indexed", max_retries=0)
+    run = services.task_execute(task=task)
+    interrupt(interrupt(run))
+    query = selectors.run_attempts(run=run)
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table: force the planner's hand
+        cursor.execute(f"EXPLAIN {sql}", params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "Seq Scan" not in plan, plan
+    assert "first_attempt_id" in plan, plan  # the foreign key's own index
+    assert [r.attempt for r in selectors.run_outcome(run=run).attempts] == [1, 2, 3]
+
+
+def test_the_outcome_of_a_run_deleted_since_it_was_read_is_an_error_not_a_wait() -> None:
+    task = flaky_task("deleted", max_retries=0)
+    run = services.task_execute(task=task)
+    services.task_delete(task=task, by="test")
+    with pytest.raises(Run.DoesNotExist, match=f"run {run.id} no longer exists"):
+        selectors.run_outcome(run=run)
