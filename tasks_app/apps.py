@@ -8,3 +8,4 @@ class TasksAppConfig(AppConfig):
 
     def ready(self) -> None:
         from . import actions  # noqa: F401  (registers the built-in actions)
+        from .django_tasks import action  # noqa: F401  (registers django_task)
