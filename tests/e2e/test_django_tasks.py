@@ -111,3 +111,25 @@ def test_run_after_is_as_precise_as_a_delayed_run(worker: object) -> None:
     mine, theirs = statistics.median(ours), statistics.median(anchor)
     print(f"lateness median: run_after {mine:.1f} ms, delayed run {theirs:.1f} ms")
     assert mine <= 2 * theirs + 50, (mine, theirs)
+
+
+def test_a_task_of_our_own_with_a_task_function_as_its_action_records_the_value(
+    worker: object,
+) -> None:
+    task = services.task_create(
+        id="greet-now",
+        action="django_task",
+        payload={"task": "tests.django_tasks.functions.greet", "args": ["bob"]},
+    )
+    run = services.task_execute(task=task)
+    done = wait_until(
+        lambda: functions.greet.get_result(str(run.id)) if _done(run) else None,
+        timeout=20,
+        message="greet",
+    )
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == "hello bob!"
+
+
+def _done(run: Run) -> bool:
+    run.refresh_from_db()
+    return run.status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING)
