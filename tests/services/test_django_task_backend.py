@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from tasks_app import services
@@ -80,6 +81,13 @@ def test_enqueue_with_run_after_stores_a_run_due_then_whose_id_is_the_result_id(
     assert result.status == TaskResultStatus.READY and result.enqueued_at == run.created_at
     assert result.args == ["ada"] and result.kwargs == {"punctuation": "?"}
     assert signals == [("enqueued", TaskResultStatus.READY)]
+
+
+def test_an_enqueue_in_a_transaction_rolled_back_leaves_no_run() -> None:
+    with pytest.raises(RuntimeError), transaction.atomic():
+        functions.add.enqueue(1, 2)
+        raise RuntimeError("the view failed after enqueueing")
+    assert not Run.objects.exists() and not Task.objects.exists()
 
 
 def test_enqueue_without_run_after_is_due_now() -> None:
