@@ -4,6 +4,7 @@ read back with ``get_result`` and through the API under the same id."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
@@ -74,6 +75,18 @@ def test_run_after_from_a_manage_py_shell_starts_on_time_and_answers_under_one_i
     body = answer.json()
     assert body["id"] == result_id and body["status"] == RunStatus.COMPLETED
     assert body["result"] == {"sum": 5}
+
+    listed = subprocess.run(
+        [sys.executable, "manage.py", "tasks", "runs", run.task_id, "--json"],
+        cwd=ROOT,
+        env=process_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert row["id"] == result_id and row["status"] == RunStatus.COMPLETED
 
 
 def test_a_raising_task_is_failed_with_its_exception_class(worker: object) -> None:
