@@ -1,7 +1,8 @@
 """The fixed vocabularies of tasks and runs: schedule kinds, policies, statuses, triggers.
 
 Pure (no models, no queries), so that validation, policies and the models can all import it.
-Statuses only move through the service layer (``tasks_app.services``).
+Statuses only move through the named statements of ``tasks_app.store``, along
+``store.RUN_TRANSITIONS`` for a run.
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ class RunStatus(models.TextChoices):
     CANCELLED = "cancelled"
     SKIPPED = "skipped"
 
+
+# The width of every column that stores a status (``Run.status``, ``TaskState.status``,
+# ``RunTally.status``): written once here, so a longer status name cannot fit one column
+# and overflow another.
+STATUS_MAX_LENGTH = 12
+if any(len(s) > STATUS_MAX_LENGTH for s in [*TaskStatus.values, *RunStatus.values]):
+    raise ValueError(f"a status name is longer than STATUS_MAX_LENGTH ({STATUS_MAX_LENGTH})")
 
 FINAL_RUN_STATUSES = frozenset(
     {

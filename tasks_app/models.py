@@ -1,6 +1,8 @@
 """Tasks (what to do and when) and runs (one execution each).
 
-Statuses only move through the service layer (``tasks_app.services``); models carry no
+Statuses only move through the named statements of ``tasks_app.store``, which the services
+issue: an ORM write of ``Run.status`` or ``TaskState.status`` (``update()``, ``bulk_update()``,
+``save()`` of a changed status) raises :class:`StatusWriteRefused`. Models carry no other
 side effects in ``save()``. The vocabularies (statuses, triggers, policies) are in
 ``tasks_app.choices``.
 """
@@ -8,6 +10,9 @@ side effects in ``save()``. The vocabularies (statuses, triggers, policies) are 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -21,6 +26,7 @@ from .choices import (
     FINAL_RUN_STATUSES,
     RECURRING,
     RETRYABLE_RUN_STATUSES,
+    STATUS_MAX_LENGTH,
     CatchupPolicy,
     OverlapPolicy,
     RunStatus,
@@ -42,6 +48,7 @@ __all__ = [
     "OverlapPolicy",
     "Run",
     "RunStatus",
+    "StatusWriteRefused",
     "RunTally",
     "RunTallyMark",
     "ScheduleType",
@@ -50,7 +57,88 @@ __all__ = [
     "TaskState",
     "TaskStatus",
     "Trigger",
+    "allow_status_writes",
 ]
+
+_status_writes_allowed: ContextVar[bool] = ContextVar("tasks_app_status_writes", default=False)
+
+
+class StatusWriteRefused(RuntimeError):
+    """An ORM write of a run's or a task state's status: statuses change only through the
+    named statements of ``tasks_app.store`` (each checked against the allowed transitions)."""
+
+
+@contextmanager
+def allow_status_writes() -> Iterator[None]:
+    """Let the ORM write statuses inside the block: for fixtures that seed rows in a given
+    state (tests, benchmarks). The app's own code never enters it
+    (tests/unit/test_architecture.py)."""
+    token = _status_writes_allowed.set(True)
+    try:
+        yield
+    finally:
+        _status_writes_allowed.reset(token)
+
+
+def _refuse(model: type[models.Model], how: str) -> None:
+    if not _status_writes_allowed.get():
+        raise StatusWriteRefused(
+            f"{model.__name__}.status written by {how} outside tasks_app.store: "
+            "statuses change only through the store's named statements"
+        )
+
+
+class StatusGuardedQuerySet(models.QuerySet):  # type: ignore[type-arg]
+    """Refuses ``update(status=...)`` and ``bulk_update(..., ["status"])``."""
+
+    def update(self, **kwargs: Any) -> int:
+        if "status" in kwargs:
+            _refuse(self.model, "QuerySet.update()")
+        return super().update(**kwargs)
+
+    def bulk_update(
+        self, objs: Iterable[Any], fields: Iterable[str], batch_size: int | None = None
+    ) -> int:
+        fields = list(fields)
+        if "status" in fields:
+            _refuse(self.model, "QuerySet.bulk_update()")
+        return super().bulk_update(objs, fields, batch_size=batch_size)
+
+
+StatusGuardedManager = models.Manager.from_queryset(StatusGuardedQuerySet)
+
+
+class StatusGuarded(models.Model):
+    """A model whose ``status`` the ORM may insert but not change: ``save()`` of a loaded row
+    whose status differs from the one read raises :class:`StatusWriteRefused`."""
+
+    objects = StatusGuardedManager()
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        update_fields = kwargs.get("update_fields")
+        writes_status = update_fields is None or "status" in update_fields
+        if (
+            writes_status
+            and not self._state.adding
+            and "status" in self.__dict__
+            and self.__dict__["status"] != getattr(self, "_loaded_status", None)
+        ):
+            _refuse(type(self), "Model.save()")
+        super().save(*args, **kwargs)
+        self._loaded_status = self.__dict__.get("status")
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Any, values: Any) -> Any:
+        instance = super().from_db(db, field_names, values)
+        instance._loaded_status = instance.__dict__.get("status")
+        return instance
+
+    def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
+        super().refresh_from_db(*args, **kwargs)
+        self._loaded_status = self.__dict__.get("status")
 
 
 def default_queue() -> str:
@@ -194,7 +282,7 @@ class Task(models.Model):
         validate_task(self, stored=stored)
 
 
-class TaskState(models.Model):
+class TaskState(StatusGuarded):
     """What the engine changes about a task as its runs come and go: one row per task
     (``task.state``), inserted with the task by a trigger (migration 0012), so every way of
     creating a task — the services, ``bulk_create``, SQL — makes one.
@@ -208,7 +296,9 @@ class TaskState(models.Model):
     task = models.OneToOneField(
         Task, primary_key=True, on_delete=models.CASCADE, related_name="state", editable=False
     )
-    status = models.CharField(max_length=10, choices=TaskStatus.choices, default=TaskStatus.CREATED)
+    status = models.CharField(
+        max_length=STATUS_MAX_LENGTH, choices=TaskStatus.choices, default=TaskStatus.CREATED
+    )
     next_run_at = models.DateTimeField(null=True, blank=True)
     # Plain integers: a PositiveIntegerField's ">= 0" check would be evaluated on every write.
     consecutive_failures = models.IntegerField(default=0)
@@ -225,12 +315,14 @@ class TaskState(models.Model):
         return f"{self.task_id}: {self.status}"
 
 
-class Run(models.Model):
+class Run(StatusGuarded):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: run_task_due_idx (task, -due_at) serves every lookup by task.
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs", db_index=False)
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
-    status = models.CharField(max_length=12, choices=RunStatus.choices, default=RunStatus.PENDING)
+    status = models.CharField(
+        max_length=STATUS_MAX_LENGTH, choices=RunStatus.choices, default=RunStatus.PENDING
+    )
     attempt = models.PositiveIntegerField(default=1)
     interruptions = models.PositiveSmallIntegerField(
         default=0,
@@ -335,7 +427,7 @@ class RunTally(models.Model):
     """Finished runs counted once each, by status and action, for ``/metrics``: a counter that
     neither retention nor deleting a task takes back (``tasks_app.services.run_tally``)."""
 
-    status = models.CharField(max_length=10)
+    status = models.CharField(max_length=STATUS_MAX_LENGTH)
     action = models.CharField(max_length=100)
     runs = models.BigIntegerField(default=0)
     lateness_count = models.BigIntegerField(default=0)

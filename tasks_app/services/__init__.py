@@ -2,7 +2,7 @@
 
 Entry points (admin, API, management commands, Celery tasks, the beat scheduler) call these
 functions and hold no rules of their own. Status changes are conditional updates
-(``UPDATE ... WHERE status = <expected>``, the hot ones named in ``tasks_app/store``), so a
+(``UPDATE ... WHERE status = <expected>``, each a named statement of ``tasks_app/store``), so a
 duplicated message or a second process racing for the same row changes nothing.
 
 Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``schedule_sync`` (a

@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from .. import actions, store
+from ..conf import app_settings
 from ..models import (
     EXPLICIT_TRIGGERS,
     OverlapPolicy,
@@ -31,7 +31,6 @@ from ..models import (
     RunStatus,
     Task,
     TaskState,
-    TaskStatus,
     Trigger,
 )
 from ..observability.logs import run_log
@@ -191,13 +190,9 @@ def _hold_for_pause(run: Run, *, now: datetime) -> None:
     """A message for a paused task's run arrived: a schedule fire is skipped (pausing stops
     fires), a delayed run goes back to ``pending`` until the task is resumed."""
     if run.trigger == Trigger.SCHEDULE:
-        Run.objects.filter(pk=run.pk, status__still=RunStatus.QUEUED).update(
-            status=RunStatus.SKIPPED, finished_at=now, error="skipped: task paused"
-        )
+        store.execute("skip_run", {"run_id": run.pk, "now": now, "error": "skipped: task paused"})
     else:
-        Run.objects.filter(pk=run.pk, status__still=RunStatus.QUEUED).update(
-            status=RunStatus.PENDING, queued_at=None
-        )
+        store.execute("unqueue_runs", {"run_ids": [run.pk]})
     log.info("run %s held: task %s is paused", run.id, run.task_id)
 
 
@@ -221,16 +216,11 @@ def _overlap_allows(run: Run, *, now: datetime) -> bool:
         status__in=[RunStatus.PENDING, RunStatus.QUEUED], due_at__lt=run.due_at
     ).exists()
     if run.task.overlap_policy == OverlapPolicy.BUFFER_ONE and not waiting:
-        Run.objects.filter(pk=run.pk, status__still=RunStatus.QUEUED).update(
-            status=RunStatus.PENDING, queued_at=None
-        )
+        store.execute("unqueue_runs", {"run_ids": [run.pk]})
         log.info("run %s waits for run %s to finish (overlap buffer_one)", run.id, busy)
         return False
-    Run.objects.filter(pk=run.pk, status__still=RunStatus.QUEUED).update(
-        status=RunStatus.SKIPPED,
-        finished_at=now,
-        error=f"skipped: run {busy} was still running (overlap {run.task.overlap_policy})",
-    )
+    reason = f"skipped: run {busy} was still running (overlap {run.task.overlap_policy})"
+    store.execute("skip_run", {"run_id": run.pk, "now": now, "error": reason})
     log.info("run %s skipped: run %s still running", run.id, busy)
     return False
 
@@ -285,7 +275,7 @@ def run_interrupt(*, run: Run, reason: str) -> Run:
     interruption fails it instead ("interrupted N times"): a run that kills every worker
     running it (a poison pill) stops. Conditional on ``running``, like :func:`run_fail`.
     """
-    count, limit = run.interruptions + 1, settings.TASKS_MAX_INTERRUPTIONS
+    count, limit = run.interruptions + 1, app_settings.MAX_INTERRUPTIONS
     if count > limit:
         error = f"interrupted {count} times (TASKS_MAX_INTERRUPTIONS is {limit}); last: {reason}"
         return _finish(run, error=error, executor=False, retry_after=None)
@@ -332,7 +322,7 @@ def _finish(
                 interruptions=run.interruptions + (1 if interrupted else 0),
             )
         else:
-            task_after_run([run.task_id], TaskStatus.FAILED)
+            task_after_run([run.task_id], RunStatus.FAILED)
             _count_failure(task, error=text)
     run_log(log, run).warning("run %s: %s", status, text.splitlines()[0] if text else "")
     return run
@@ -363,24 +353,26 @@ def run_cancel(*, run: Run) -> Run:
         raise ConflictError(
             f"run {run.id} is {run.status}; only pending or queued runs can be cancelled"
         )
-    task_after_run([run.task_id], TaskStatus.CANCELLED)
+    task_after_run([run.task_id], RunStatus.CANCELLED)
     return run
 
 
 def runs_expire(run_ids: list[Any], *, now: datetime) -> int:
     """Those of ``run_ids`` still waiting past their deadline become ``expired``."""
     rows = store.fetch_all("expire_runs", {"run_ids": run_ids, "now": now})
-    task_after_run({row[0] for row in rows}, TaskStatus.FAILED)
+    task_after_run({row[0] for row in rows}, RunStatus.EXPIRED)
     return len(rows)
 
 
-def task_after_run(task_ids: Iterable[str], status: str) -> None:
-    """Keep each task's status in step with its latest run (``task_after_run``): recurring
-    tasks go back to ``pending`` while they will fire again (a finished schedule —
-    ``max_runs`` reached, ``end_at`` passed — ends with its last run's status)."""
+def task_after_run(task_ids: Iterable[str], run_status: str) -> None:
+    """Keep each task's status in step with its latest run, which ended ``run_status``
+    (``task_after_run``, by the one task-status rule of tasks_app/store/schema.sql):
+    recurring tasks go back to ``pending`` while they will fire again (a finished schedule —
+    ``max_runs`` reached, ``end_at`` passed — ends with its last run's status); an expired
+    run leaves its task ``failed``."""
     ids = list(task_ids)
     if ids:
-        store.execute("task_after_run", {"task_ids": ids, "run_status": str(status)})
+        store.execute("task_after_run", {"task_ids": ids, "run_status": str(run_status)})
 
 
 def cap_output(text: str) -> tuple[str, bool]:
@@ -391,7 +383,7 @@ def cap_output(text: str) -> tuple[str, bool]:
     do; otherwise recording the outcome fails and the run stays ``running`` until the sweep.
     """
     text = text.replace("\x00", "\ufffd")
-    limit = settings.TASKS_OUTPUT_LIMIT_BYTES
+    limit = app_settings.OUTPUT_LIMIT_BYTES
     data = text.encode("utf-8", errors="replace")
     if len(data) <= limit:
         return text, False
@@ -427,7 +419,7 @@ def _persist(write: Callable[[], Run]) -> Run:
     """Run ``write`` (a conditional, idempotent outcome write), retrying for up to
     ``TASKS_DB_RETRY_SECONDS`` while the database is unreachable, so a database restart
     during a run delays its record instead of leaving it ``running``."""
-    deadline = time.monotonic() + settings.TASKS_DB_RETRY_SECONDS
+    deadline = time.monotonic() + app_settings.DB_RETRY_SECONDS
     while True:
         try:
             return write()

@@ -20,17 +20,17 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from .. import dispatch, store
-from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, TaskStatus
+from ..conf import app_settings
+from ..models import EXPLICIT_TRIGGERS, Run, RunStatus
 
 
 def horizon() -> timedelta:
-    return timedelta(seconds=settings.TASKS_RELEASE_HORIZON_SECONDS)
+    return timedelta(seconds=app_settings.RELEASE_HORIZON_SECONDS)
 
 
 def releasable() -> Q:
@@ -51,7 +51,7 @@ def release_due_runs(*, now: datetime | None = None, batch: int | None = None) -
     ``FOR UPDATE SKIP LOCKED`` and flipped to ``queued`` before the lock is released.
     """
     now = now or timezone.now()
-    limit = batch or settings.TASKS_RELEASE_BATCH
+    limit = batch or app_settings.RELEASE_BATCH
     total = 0
     while True:
         sent = _publish(Q(due_at__lte=now + horizon()), now=now, limit=limit)
@@ -78,9 +78,7 @@ def _publish(which: Q, *, now: datetime, limit: int) -> int:
         )
         if not runs:
             return 0
-        Run.objects.filter(id__in=[r.id for r in runs], status__still=RunStatus.PENDING).update(
-            status=RunStatus.QUEUED, queued_at=now
-        )
+        store.execute("queue_runs", {"run_ids": [r.id for r in runs], "now": now})
     return send_queued(runs, now=now)
 
 
@@ -109,10 +107,8 @@ def send_queued(runs: list[Run], *, now: datetime) -> int:
         # The tasks' status follows their runs (as run_lifecycle.task_after_run does).
         store.execute(
             "task_after_run",
-            {"task_ids": list({row[0] for row in rows}), "run_status": str(TaskStatus.FAILED)},
+            {"task_ids": list({row[0] for row in rows}), "run_status": str(RunStatus.FAILED)},
         )
     if failed:
-        Run.objects.filter(id__in=failed, status__still=RunStatus.QUEUED).update(
-            status=RunStatus.PENDING, queued_at=None
-        )
+        store.execute("unqueue_runs", {"run_ids": list(failed)})
     return len(runs) - len(failed) - len(refused)

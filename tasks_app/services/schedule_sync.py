@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from .. import store
-from ..models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
+from ..models import Run, RunStatus, ScheduleType, Task, Trigger
 from ..timing import scheduling
 from ..timing.task_schedule import first_fire
 from .run_create import run_create
@@ -22,12 +22,13 @@ EXECUTE_TASK = "tasks_app.execute_task"
 def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
     """Bring ``next_run_at``, the beat entry and a 'once' task's run in line with the task."""
     if task.is_recurring:
-        state = task.load_state()
-        if replan or state.next_run_at is None:
-            state.next_run_at = first_fire(task, now=now)
-        if state.status == TaskStatus.CREATED and not task.paused:
-            state.status = TaskStatus.PENDING
-        state.save(update_fields=["next_run_at", "status"])
+        # One statement on the state row (task_plan_fires), deciding on the row as it is
+        # when locked: a run finishing meanwhile keeps the status it wrote.
+        store.execute(
+            "task_plan_fires",
+            {"task_id": task.pk, "replan": replan, "first_fire": first_fire(task, now=now)},
+        )
+        task.load_state()
     elif task.schedule_type == ScheduleType.ONCE and replan:
         _sync_once_run(task, now=now)
     elif replan:

@@ -7,13 +7,13 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import validation
-from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskState, TaskStatus, Trigger
+from .. import store, validation
+from ..conf import app_settings
+from ..models import Run, Task, Trigger
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of
 from .audit import audit, plain
@@ -139,11 +139,9 @@ def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
         # Fires already recorded ahead of their instant will not run: pausing stops fires.
         # Rows are written in the order every claim locks them (claim_run): the runs', then
         # the task's, then its state row; another order here could deadlock with a claim.
-        task.runs.filter(
-            trigger=Trigger.SCHEDULE, status__in=[RunStatus.PENDING, RunStatus.QUEUED]
-        ).update(status=RunStatus.SKIPPED, finished_at=task.paused_at, error="skipped: task paused")
+        store.execute("skip_paused_fires", {"task_id": task.pk, "now": task.paused_at})
         task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "updated_at"])
-        TaskState.objects.filter(pk=task.pk).update(status=TaskStatus.PAUSED)
+        store.execute("task_paused", {"task_id": task.pk})
         task.load_state()
         sync_periodic_task(task)
         audit(task.id, "paused", by=by, note=note)
@@ -160,9 +158,7 @@ def task_resume(*, task: Task, by: str = "") -> Task:
         task.paused_at = None
         task.paused_by = ""
         task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "updated_at"])
-        TaskState.objects.filter(pk=task.pk).update(
-            status=_idle_status(task), consecutive_failures=0
-        )
+        store.execute("task_resumed", {"task_id": task.pk})
         sync_schedule(task, now=now, replan=False)
         task.load_state()
         audit(task.id, "resumed", by=by)
@@ -182,7 +178,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
         validation.check_instant(value, field=name)
     if end <= start:
         raise ValidationError({"end": ["must be after start"]})
-    limit = settings.TASKS_BACKFILL_MAX_RUNS
+    limit = app_settings.BACKFILL_MAX_RUNS
     anchor = task.state.next_run_at or task.created_at
     schedule = schedule_of(task, anchor=anchor)
     assert schedule is not None
@@ -258,18 +254,6 @@ def task_schedule_once(
 
 def _generate_task_id(action: str) -> str:
     return f"{action}-{secrets.token_hex(4)}"
-
-
-def _idle_status(task: Task) -> str:
-    if task.is_recurring or task.runs.filter(status__in=ACTIVE_RUN_STATUSES).exists():
-        return TaskStatus.PENDING
-    last = task.runs.order_by("-created_at").values_list("status", flat=True).first()
-    after_run: dict[str | None, str] = {
-        RunStatus.COMPLETED: TaskStatus.COMPLETED,
-        RunStatus.FAILED: TaskStatus.FAILED,
-        RunStatus.CANCELLED: TaskStatus.CANCELLED,
-    }
-    return after_run.get(last, TaskStatus.CREATED)
 
 
 def task_create_with_run(

@@ -1,4 +1,9 @@
-"""The only code that issues the named statements of ``queries.sql``.
+"""The only code that issues the named statements of ``queries.sql``, and the home of the
+SQL they rely on (``schema.sql``: the task-status rule, the allowed run transitions).
+
+Every status change of a run or of a task's state is one of these statements: the models
+refuse an ORM write of a status at run time (``tasks_app.models.StatusWriteRefused``), and
+the database refuses a run status change that is not in :data:`RUN_TRANSITIONS`.
 
 A statement is run server-side bound (psycopg 3) on Django's connection, inside whatever
 transaction is open there, and prepared once per connection when
@@ -20,9 +25,27 @@ import psycopg
 from django.db import connection
 from django.db.models import Field, Model
 
-from ..models import Run, Task
+from ..models import Run, RunStatus, Task, allow_status_writes
+
+__all__ = ["RUN_TRANSITIONS", "allow_status_writes", "schema_sql"]
 
 QUERIES_FILE = Path(__file__).with_name("queries.sql")
+SCHEMA_FILE = Path(__file__).with_name("schema.sql")
+
+_S = RunStatus
+# The one table of a run's status changes: {from: the statuses it may move to}. The database
+# enforces it (the trigger tasks_app_run_transition in schema.sql); a final status moves
+# nowhere. A new attempt (retry, interruption) is a new run, not a change of this one.
+RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    # released onto the broker; past its deadline; cancelled; a paused task's fire skipped
+    _S.PENDING: frozenset({_S.QUEUED, _S.EXPIRED, _S.CANCELLED, _S.SKIPPED}),
+    # claimed; back to pending (publish failed, message lost, held by a pause or overlap);
+    # past its deadline; cancelled; skipped (pause, overlap); failed (the broker refused it)
+    _S.QUEUED: frozenset({_S.RUNNING, _S.PENDING, _S.EXPIRED, _S.CANCELLED, _S.SKIPPED, _S.FAILED}),
+    # its outcome, or cut off by its worker's death
+    _S.RUNNING: frozenset({_S.COMPLETED, _S.FAILED, _S.RETRYING, _S.INTERRUPTED}),
+    **{final: frozenset() for final in _S if final not in (_S.PENDING, _S.QUEUED, _S.RUNNING)},
+}
 RUN_FIELDS: Sequence[Field[Any, Any]] = Run._meta.concrete_fields
 TASK_FIELDS: Sequence[Field[Any, Any]] = Task._meta.concrete_fields
 # The task's fields that executing a claimed run and recording its outcome read: the action
@@ -74,6 +97,14 @@ def parse(text: str) -> dict[str, str]:
 @cache
 def queries() -> dict[str, str]:
     return parse(QUERIES_FILE.read_text())
+
+
+def schema_sql() -> str:
+    """``schema.sql`` with :data:`RUN_TRANSITIONS` written into it, as migrations apply it."""
+    pairs = ", ".join(
+        f"('{old}', '{new}')" for old, news in RUN_TRANSITIONS.items() for new in sorted(news)
+    )
+    return SCHEMA_FILE.read_text().replace("{run_transitions}", pairs)
 
 
 def _cursor() -> psycopg.Cursor[Any]:

@@ -4,8 +4,10 @@
 -- loaded.
 -- Every status change is conditional on the status it leaves (docs/reliability.md), and the
 -- task's state row (tasks_app_taskstate: status, next_run_at, failure streak, fire count)
--- follows the rules in the SQL functions tasks_app_next_run_at and tasks_app_status_after
--- (migrations 0004, 0012): one definition for every statement. The task row itself (its
+-- follows the rules in the SQL functions of schema.sql (tasks_app_next_run_at,
+-- tasks_app_status_after, tasks_app_idle_status, all built on tasks_app_task_status): one
+-- definition for every statement. A run's status moves only along store.RUN_TRANSITIONS,
+-- which the database enforces. The task row itself (its
 -- configuration) is only read here, never locked: a pause committed while a statement runs
 -- shows in the state row (task_pause sets its status to paused), which is the row updated,
 -- so Postgres re-reads it before the update; hence "s.status <> 'paused'" beside
@@ -151,9 +153,62 @@ UPDATE tasks_app_run
    AND (status IS NOT DISTINCT FROM 'pending' OR status IS NOT DISTINCT FROM 'queued')
 RETURNING task_id;
 
+-- name: queue_runs
+-- pending -> queued, for those of the given runs still pending (released onto the broker).
+UPDATE tasks_app_run
+   SET status = 'queued', queued_at = %(now)s
+ WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'pending';
+
+-- name: unqueue_runs
+-- queued -> pending, for those of the given runs still queued: their message did not go
+-- out, was lost by the broker, or was declined for now (a paused task holds its delayed
+-- runs; overlap buffer_one); a later release publishes them again under the same id.
+UPDATE tasks_app_run
+   SET status = 'pending', queued_at = NULL
+ WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'queued';
+
+-- name: skip_run
+-- queued -> skipped with its reason (a paused task's fire, an overlap policy declining it).
+UPDATE tasks_app_run
+   SET status = 'skipped', finished_at = %(now)s, error = %(error)s
+ WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'queued';
+
+-- name: skip_paused_fires
+-- A task paused: its schedule fires recorded ahead of their instant (pending or queued)
+-- become skipped (pausing stops fires).
+UPDATE tasks_app_run
+   SET status = 'skipped', finished_at = %(now)s, error = 'skipped: task paused'
+ WHERE task_id = %(task_id)s AND trigger = 'schedule' AND status IN ('pending', 'queued');
+
+-- name: task_paused
+-- The task's state once it is paused.
+UPDATE tasks_app_taskstate SET status = 'paused' WHERE task_id = %(task_id)s;
+
+-- name: task_resumed
+-- The task's state once it is resumed: its status read from its runs
+-- (tasks_app_idle_status), its failure streak reset.
+UPDATE tasks_app_taskstate AS s
+   SET status = tasks_app_idle_status(t, s), consecutive_failures = 0
+  FROM tasks_app_task AS t
+ WHERE s.task_id = %(task_id)s AND t.id = s.task_id;
+
+-- name: task_plan_fires
+-- A recurring task's schedule saved: its next fire planned (tasks_app_planned_fire, from
+-- %(first_fire)s when re-planned or unplanned), its status following it
+-- (tasks_app_task_status) unless the task is paused or running. One statement on the locked
+-- row, so a run finishing meanwhile is not overwritten by a status read before it.
+UPDATE tasks_app_taskstate AS s
+   SET next_run_at = tasks_app_planned_fire(t, s, %(replan)s, %(first_fire)s),
+       status = CASE WHEN t.paused OR s.status IN ('paused', 'running') THEN s.status
+                     ELSE tasks_app_task_status(
+                         t, tasks_app_planned_fire(t, s, %(replan)s, %(first_fire)s), s.status)
+                END
+  FROM tasks_app_task AS t
+ WHERE s.task_id = %(task_id)s AND t.id = s.task_id;
+
 -- name: task_after_run
--- An unpaused task once one of its runs ended with run_status (failed, cancelled, expired,
--- skipped...): status and next_run_at by the shared rules.
+-- Unpaused tasks once one of their runs ended with run_status (a run status: failed,
+-- cancelled, expired): status and next_run_at by the shared rules.
 UPDATE tasks_app_taskstate AS s
    SET status = tasks_app_status_after(t, s, %(run_status)s),
        next_run_at = tasks_app_next_run_at(t, s, NULL, NULL)

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from tasks_app import actions, services
 from tasks_app.models import Run, RunStatus
+from tests.stored_rows import run_set
 
 
 def context(timeout_seconds: int | None = None) -> actions.RunContext:
@@ -32,7 +33,7 @@ def finished(run: Run) -> Run | None:
 def execute_in_process(run: Run) -> Run:
     """Run ``run`` in this process through the real service (the broker hand-off is the one
     step skipped: the test transaction never commits, so nothing is published)."""
-    Run.objects.filter(pk=run.pk, status=RunStatus.PENDING).update(status=RunStatus.QUEUED)
+    run_set(run.pk, status=RunStatus.QUEUED)
     result = services.run_execute(run_id=str(run.pk), worker="pytest")
     assert result is not None
     result.refresh_from_db()

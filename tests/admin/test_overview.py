@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.admin import overview
-from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus
+from tasks_app.models import Run, RunStatus, Task, TaskStatus
+from tests.stored_rows import state_set
 
 pytestmark = pytest.mark.django_db
 URL = "tasks-overview"
@@ -47,7 +48,7 @@ def test_counts_percentiles_and_lists(operator) -> None:
     make_runs(ok, RunStatus.COMPLETED, 10, minutes_ago=5, lateness=100)  # 100..109 ms
     make_runs(ok, RunStatus.COMPLETED, 3, minutes_ago=120, lateness=5)  # day, not hour
     make_runs(bad, RunStatus.FAILED, 2, minutes_ago=3, lateness=1)
-    TaskState.objects.filter(pk="bad").update(status=TaskStatus.FAILED, consecutive_failures=2)
+    state_set("bad", status=TaskStatus.FAILED, consecutive_failures=2)
     services.task_pause(task=ok, note="rotating credentials", by="ana")
     Task.objects.filter(pk="ok").update(
         alarm_since=timezone.now(), alarm_note="fire at 09:00 not done"
@@ -96,7 +97,7 @@ def test_overview_query_count_does_not_grow_with_tasks(
         t = services.task_create(id=f"t{i}", action="noop")
         services.task_pause(task=t, note=f"note {i}")
         Task.objects.filter(pk=t.pk).update(alarm_since=timezone.now())
-        TaskState.objects.filter(pk=t.pk).update(status=TaskStatus.FAILED, consecutive_failures=1)
+        state_set(t.pk, status=TaskStatus.FAILED, consecutive_failures=1)
     load()
     with django_assert_max_num_queries(12) as small:
         load()
@@ -104,7 +105,7 @@ def test_overview_query_count_does_not_grow_with_tasks(
         t = services.task_create(id=f"t{i}", action="noop")
         services.task_pause(task=t, note=f"note {i}")
         Task.objects.filter(pk=t.pk).update(alarm_since=timezone.now())
-        TaskState.objects.filter(pk=t.pk).update(status=TaskStatus.FAILED, consecutive_failures=1)
+        state_set(t.pk, status=TaskStatus.FAILED, consecutive_failures=1)
     with django_assert_max_num_queries(len(small.captured_queries)):
         load()
 

@@ -11,7 +11,9 @@ from django.utils import timezone
 from django_celery_results.models import TaskResult
 
 from tasks_app import services
+from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus, Trigger
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 LIST = "admin:tasks_app_run_changelist"
@@ -19,7 +21,8 @@ LIST = "admin:tasks_app_run_changelist"
 
 def finished(run: Run, status: str, **fields) -> Run:
     now = timezone.now()
-    Run.objects.filter(pk=run.pk).update(
+    run_set(
+        run.pk,
         status=status,
         started_at=now - timedelta(seconds=2),
         finished_at=now,
@@ -45,7 +48,7 @@ def test_search_by_task_id_full_run_id_and_short_run_id(operator) -> None:
 
 
 def test_filters_by_status_action_trigger_and_queue(operator, settings) -> None:
-    settings.TASKS_QUEUES = [*settings.TASKS_QUEUES, "slow"]
+    settings.TASKS_QUEUES = [*app_settings.QUEUES, "slow"]
     echo = services.task_create(id="echoer", action="echo", payload={"message": "x"}, queue="slow")
     noop = services.task_create(id="nooper", action="noop")
     failed = finished(services.task_execute(task=echo, trigger=Trigger.ADMIN), RunStatus.FAILED)

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, TaskAuditEntry, TaskStatus, Trigger
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -60,7 +61,7 @@ def test_task_page_shows_words_next_fires_status_and_last_runs(operator) -> None
         timezone="America/New_York",
     )
     run = services.task_execute(task=task)
-    Run.objects.filter(pk=run.pk).update(status=RunStatus.FAILED, error="boom")
+    run_set(run.pk, status=RunStatus.FAILED, error="boom")
     page = operator.get(change_url(task)).content.decode()
     assert "At 02:30 AM (America/New_York)" in page
     fires = re.findall(r"<li><span class='tasks-mono'>([^<]+)</span>", page)

@@ -10,7 +10,9 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app import services
+from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus, Task, TaskAuditEntry
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -68,7 +70,7 @@ CREATE_CASES = {
         "must not be negative",
     ),
     "delay beyond the maximum": (
-        {"id": "t", "action": "noop", "delay_seconds": settings.TASKS_MAX_DELAY_SECONDS + 1},
+        {"id": "t", "action": "noop", "delay_seconds": app_settings.MAX_DELAY_SECONDS + 1},
         "delay_seconds",
         "at most",
     ),
@@ -223,7 +225,7 @@ def test_body_over_the_size_limit_is_413(api: APIClient) -> None:
 def test_cancelling_a_finished_run_is_409(api: APIClient) -> None:
     task = services.task_create(id="done", action="noop")
     run = services.task_execute(task=task)
-    Run.objects.filter(pk=run.pk).update(status=RunStatus.COMPLETED, finished_at=timezone.now())
+    run_set(run.pk, status=RunStatus.COMPLETED, finished_at=timezone.now())
     before = snapshot()
     body = assert_error(api.post(f"/api/runs/{run.id}/cancel"), 409)
     assert "completed" in body["error"]
@@ -234,7 +236,7 @@ def test_cancelling_a_finished_run_is_409(api: APIClient) -> None:
 def test_retrying_a_completed_run_is_409(api: APIClient) -> None:
     task = services.task_create(id="done", action="noop")
     run = services.task_execute(task=task)
-    Run.objects.filter(pk=run.pk).update(status=RunStatus.COMPLETED)
+    run_set(run.pk, status=RunStatus.COMPLETED)
     before = snapshot()
     assert_error(api.post(f"/api/runs/{run.id}/retry"), 409)
     assert snapshot() == before
@@ -243,7 +245,7 @@ def test_retrying_a_completed_run_is_409(api: APIClient) -> None:
 SCHEDULE_CASES = {
     "negative delay": ({"delay_seconds": -1}, "delay_seconds"),
     "delay beyond the maximum": (
-        {"delay_seconds": settings.TASKS_MAX_DELAY_SECONDS * 2},
+        {"delay_seconds": app_settings.MAX_DELAY_SECONDS * 2},
         "delay_seconds",
     ),
     "run_at in the past": ({"run_at": "PAST"}, "run_at"),

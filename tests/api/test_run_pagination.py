@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Trigger
 from tests.api.test_errors import assert_error
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +27,7 @@ def finished_runs(task_id: str, count: int, *, status: str = RunStatus.COMPLETED
         )
         # Two runs share each due instant: the id breaks the tie.
         due = now - timedelta(minutes=i // 2)
-        Run.objects.filter(pk=run.pk).update(status=status, due_at=due, finished_at=due)
+        run_set(run.pk, status=status, due_at=due, finished_at=due)
         runs.append(Run.objects.get(pk=run.pk))
     return runs
 

@@ -19,6 +19,7 @@ from tasks_app import services
 from tasks_app.management.commands.tasks import duration, relative
 from tasks_app.models import Run, Task, TaskAuditEntry
 from tests.processes import ROOT, process_env, wait_until
+from tests.stored_rows import run_set
 
 
 def tasks(*args: str) -> object:
@@ -221,9 +222,7 @@ def test_prune_deletes_expired_runs_and_says_how_many(db) -> None:
     for age in (40, 2, 1):
         run = services.run_create(task=task, trigger=Trigger.CLI, due_at=now, now=now)
         when = now - timedelta(days=age)
-        Run.objects.filter(pk=run.pk).update(
-            status=RunStatus.COMPLETED, due_at=when, finished_at=when
-        )
+        run_set(run.pk, status=RunStatus.COMPLETED, due_at=when, finished_at=when)
     assert tasks("prune")["runs"] == 2
     assert Run.objects.filter(task=task).count() == 1
     assert "deleted 0 runs and 0 task results" in tasks_text("prune")

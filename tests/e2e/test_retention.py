@@ -10,6 +10,7 @@ from django.utils import timezone
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, Trigger
 from tests.processes import wait_until
+from tests.stored_rows import run_set
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -19,7 +20,7 @@ def finished(task: Task, age: timedelta, status: str = RunStatus.COMPLETED) -> R
     run = services.run_create(
         task=task, trigger=Trigger.API, due_at=now + timedelta(days=1), now=now
     )
-    Run.objects.filter(pk=run.pk).update(status=status, due_at=now - age, finished_at=now - age)
+    run_set(run.pk, status=status, due_at=now - age, finished_at=now - age)
     return run
 
 

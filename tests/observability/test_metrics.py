@@ -11,6 +11,7 @@ from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tasks_app.observability import metrics
 from tests.processes import wait_until
+from tests.stored_rows import run_set
 
 TOKEN = "s3cret-scrape-token"
 
@@ -82,8 +83,8 @@ def test_run_counters_do_not_go_back_when_retention_deletes_runs(client) -> None
     for age_days, status in ((40, RunStatus.COMPLETED), (40, RunStatus.FAILED), (1, "completed")):
         run = services.run_create(task=task, trigger=Trigger.API, due_at=now, now=now)
         when = now - timedelta(days=age_days)
-        Run.objects.filter(pk=run.pk).update(
-            status=status, due_at=when, started_at=when, finished_at=when, lateness_ms=3.0
+        run_set(
+            run.pk, status=status, due_at=when, started_at=when, finished_at=when, lateness_ms=3.0
         )
     before = scrape(client)
     assert runs(before, "completed", "noop") == 2 and runs(before, "failed", "noop") == 1

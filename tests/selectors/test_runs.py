@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from tasks_app import selectors, services
 from tasks_app.models import Run, RunStatus, Trigger
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +37,7 @@ def test_run_list_filters_by_task_status_trigger_action_and_due_range() -> None:
 def test_dead_runs_are_failed_or_expired_and_not_retried_since() -> None:
     task = services.task_create(id="dead", action="noop")
     run = services.task_schedule_once(task=task, delay_seconds=600)
-    Run.objects.filter(pk=run.pk).update(status=RunStatus.FAILED)
+    run_set(run.pk, status=RunStatus.FAILED)
     assert [r.id for r in selectors.run_list(dead=True)] == [run.id]
     retry = services.run_retry(run=Run.objects.get(pk=run.pk))
     assert list(selectors.run_list(dead=True)) == []

@@ -24,6 +24,7 @@ from tasks_app.django_tasks import (
 )
 from tasks_app.models import Run, RunStatus, Task, Trigger
 from tests.django_tasks import functions
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -56,7 +57,7 @@ def signals() -> Iterator[list[tuple[str, Any]]]:
 def work(result_id: str, worker: str = "w1@host") -> Run:
     """What a worker does with the run's message: mark it queued (as the release would at
     commit, which a test transaction never reaches), then claim and execute it."""
-    Run.objects.filter(pk=result_id).update(status=RunStatus.QUEUED, queued_at=timezone.now())
+    run_set(result_id, status=RunStatus.QUEUED, queued_at=timezone.now())
     done = services.run_execute(run_id=result_id, worker=worker)
     assert done is not None
     return done

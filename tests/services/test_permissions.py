@@ -27,9 +27,10 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tasks_app import actions, permissions, services
-from tasks_app.models import Run, RunStatus, Task
+from tasks_app.models import RunStatus, Task
 from tests.admin.test_forms import form
 from tests.processes import ROOT, process_env
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -275,7 +276,7 @@ def test_every_explicit_trigger_is_refused_without_the_permission() -> None:
     )
     services.task_pause(task=task, note="held")
     failed = services.task_execute(task=task)
-    Run.objects.filter(pk=failed.pk).update(status=RunStatus.FAILED)
+    run_set(failed.pk, status=RunStatus.FAILED)
     now = timezone.now()
     api = Api(user).client
     refused = [

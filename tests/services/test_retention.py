@@ -13,6 +13,7 @@ from django_celery_results.models import TaskResult
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, Trigger
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -28,9 +29,7 @@ def old_run(task: Task, age: timedelta, status: str = RunStatus.COMPLETED, **fie
     finished = (
         due if status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING) else None
     )
-    Run.objects.filter(pk=run.pk).update(
-        status=status, due_at=due, scheduled_for=due, finished_at=finished, **fields
-    )
+    run_set(run.pk, status=status, due_at=due, scheduled_for=due, finished_at=finished, **fields)
     return Run.objects.get(pk=run.pk)
 
 

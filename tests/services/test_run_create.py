@@ -5,7 +5,8 @@ import pytest
 from django.db import connection
 
 from tasks_app import services
-from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
+from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
+from tests.stored_rows import run_set, state_set
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +40,7 @@ def test_delayed_runs_set_the_task_pending_with_its_earliest_run() -> None:
 
 def test_a_running_task_stays_running() -> None:
     task = services.task_create(id="report", action="noop")
-    TaskState.objects.filter(pk=task.pk).update(status=TaskStatus.RUNNING)
+    state_set(task.pk, status=TaskStatus.RUNNING)
     run = schedule(task, 600)
     task.refresh_from_db()
     assert (task.state.status, task.state.next_run_at) == (TaskStatus.RUNNING, run.due_at)
@@ -84,7 +85,7 @@ def test_lifecycle_statements_prepared_unless_turned_off(prepared: bool) -> None
     try:
         task = services.task_create(id="report", action="echo", payload={"message": "hi"})
         run = schedule(task, 600)
-        Run.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED)
+        run_set(run.pk, status=RunStatus.QUEUED)
         done = services.run_execute(run_id=str(run.pk), worker="w1")
         assert done is not None
         stored = Run.objects.get(pk=run.pk)

@@ -15,6 +15,7 @@ from django.utils import timezone
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
 from tests import processes
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -25,9 +26,7 @@ def running_run(task: Task, **fields) -> Run:  # type: ignore[no-untyped-def]
     run = services.run_create(
         task=task, trigger=Trigger.API, due_at=now + timedelta(hours=1), now=now, **fields
     )
-    Run.objects.filter(pk=run.pk).update(
-        status=RunStatus.RUNNING, queued_at=now, started_at=now, worker="w1@host"
-    )
+    run_set(run.pk, status=RunStatus.RUNNING, queued_at=now, started_at=now, worker="w1@host")
     return Run.objects.select_related("task").get(pk=run.pk)
 
 
@@ -52,7 +51,7 @@ def test_an_interruption_is_not_counted_against_max_retries() -> None:
     assert second.status in {RunStatus.PENDING, RunStatus.QUEUED}
     assert second.due_at <= timezone.now()  # again at once, no backoff
     # The task's own failure still ends it: max_retries 0 allows no retry.
-    Run.objects.filter(pk=second.pk).update(status=RunStatus.RUNNING)
+    run_set(second.pk, status=RunStatus.RUNNING)
     services.run_fail(run=Run.objects.select_related("task").get(pk=second.pk), error="boom")
     assert Run.objects.get(pk=second.pk).status == RunStatus.FAILED
     assert len(attempts(run)) == 2
@@ -66,13 +65,13 @@ def test_retries_are_counted_without_the_interrupted_attempts() -> None:
     run = running_run(task)
     services.run_interrupt(run=run, reason="worker lost")
     second = latest(run)
-    Run.objects.filter(pk=second.pk).update(status=RunStatus.RUNNING)
+    run_set(second.pk, status=RunStatus.RUNNING)
     services.run_fail(run=Run.objects.select_related("task").get(pk=second.pk), error="boom")
     # Attempt 2 is the first try that failed: one retry remains.
     assert Run.objects.get(pk=second.pk).status == RunStatus.RETRYING
     third = latest(run)
     assert (third.attempt, third.interruptions) == (3, 1)
-    Run.objects.filter(pk=third.pk).update(status=RunStatus.RUNNING)
+    run_set(third.pk, status=RunStatus.RUNNING)
     services.run_fail(run=Run.objects.select_related("task").get(pk=third.pk), error="boom")
     assert Run.objects.get(pk=third.pk).status == RunStatus.FAILED
     assert len(attempts(run)) == 3
@@ -84,7 +83,7 @@ def test_past_tasks_max_interruptions_the_run_fails_as_a_poison_pill() -> None:
     run = running_run(task)
     for n in (1, 2, 3):
         current = latest(run)
-        Run.objects.filter(pk=current.pk).update(status=RunStatus.RUNNING)
+        run_set(current.pk, status=RunStatus.RUNNING)
         services.run_interrupt(
             run=Run.objects.select_related("task").get(pk=current.pk), reason=f"kill {n}"
         )
@@ -168,7 +167,7 @@ def test_the_claim_takes_the_executor_lock_and_the_completion_releases_it(
     run = services.run_create(
         task=task, trigger=Trigger.API, due_at=now + timedelta(hours=1), now=now
     )
-    Run.objects.filter(pk=run.pk).update(status=RunStatus.QUEUED, queued_at=now, due_at=now)
+    run_set(run.pk, status=RunStatus.QUEUED, queued_at=now, due_at=now)
     key = "SELECT pg_try_advisory_lock(hashtextextended(%s::text, 0))"
     claimed = services.run_claim(run_id=str(run.id), worker="w1@host")
     assert claimed is not None

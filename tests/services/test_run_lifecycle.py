@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from tasks_app import services, store
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -20,9 +21,7 @@ def queued_run(task: Task, *, trigger: str = Trigger.API, late: float = 0.0, **e
     run = services.run_create(
         task=task, trigger=trigger, due_at=now + timedelta(hours=1), now=now, **extra
     )
-    Run.objects.filter(pk=run.pk).update(
-        status=RunStatus.QUEUED, queued_at=now, due_at=now - timedelta(seconds=late)
-    )
+    run_set(run.pk, status=RunStatus.QUEUED, queued_at=now, due_at=now - timedelta(seconds=late))
     return Run.objects.get(pk=run.pk)
 
 
@@ -60,10 +59,9 @@ def test_claim_past_the_deadline_expires_the_run_with_its_deadline_in_the_error(
 def test_a_paused_task_holds_delayed_runs_skips_fires_and_runs_what_a_person_asked_for() -> None:
     task = services.task_create(id="paused", action="noop")
     delayed = queued_run(task, trigger=Trigger.DELAY)
-    fire = queued_run(task, trigger=Trigger.SCHEDULE)
     manual = queued_run(task, trigger=Trigger.MANUAL)
     services.task_pause(task=task, note="maintenance")
-    Run.objects.filter(pk=fire.pk).update(status=RunStatus.QUEUED)  # pausing skipped it early
+    fire = queued_run(task, trigger=Trigger.SCHEDULE)  # queued as the pause committed
     assert services.run_claim(run_id=str(delayed.id), worker="w") is None
     assert services.run_claim(run_id=str(fire.id), worker="w") is None
     assert services.run_claim(run_id=str(manual.id), worker="w") is not None
@@ -118,7 +116,7 @@ def test_failure_is_retried_while_retries_remain_then_fails_the_task() -> None:
     assert (retry.attempt, retry.trigger, retry.status) == (2, Trigger.RETRY, RunStatus.PENDING)
     assert retry.due_at > timezone.now()
 
-    Run.objects.filter(pk=retry.pk).update(status=RunStatus.QUEUED)
+    run_set(retry.pk, status=RunStatus.QUEUED)
     second = services.run_claim(run_id=str(retry.id), worker="w")
     assert second is not None
     services.run_fail(run=second, error="boom again")

@@ -14,6 +14,7 @@ from tasks_app.services.run_recovery import (
     run_fail_stalled,
     run_requeue_lost,
 )
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +24,7 @@ def stored_run(task: Task, **fields) -> Run:  # type: ignore[no-untyped-def]
     run = services.run_create(
         task=task, trigger=Trigger.API, due_at=now + timedelta(hours=1), now=now
     )
-    Run.objects.filter(pk=run.pk).update(**fields)
+    run_set(run.pk, **fields)
     return Run.objects.get(pk=run.pk)
 
 

@@ -1,4 +1,5 @@
-"""The shape the code keeps: one SQL dialect, and imports that point one way.
+"""The shape the code keeps: one SQL dialect, imports that point one way (down a table of
+layers), and statuses that the ORM cannot write.
 
 Read from the source files (no database): every ``import`` in ``tasks_app`` — including those
 inside functions, excluding ``if TYPE_CHECKING:`` blocks, which never run — is an edge of the
@@ -9,7 +10,12 @@ from __future__ import annotations
 
 import ast
 import re
+import uuid
 from pathlib import Path
+
+import pytest
+
+from tasks_app.models import Run, RunStatus, StatusWriteRefused, TaskState, TaskStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "tasks_app"
@@ -113,15 +119,114 @@ def test_one_sql_dialect_postgres() -> None:
     assert offenders == []
 
 
-def test_tasks_and_runs_are_written_only_by_services_and_the_store() -> None:
-    """Only the service layer (and the store it calls) writes tasks and runs: an
-    ``.update(`` or ``.create(`` on them anywhere else would be a second place that moves
-    a status."""
-    writes = re.compile(r"(Run|Task)\.objects[^\n]*\.(update|create|bulk_create|delete)\(")
-    offenders = [
+# The layers, lowest first: a module may import modules of its own layer or of lower ones
+# (entry points -> services and selectors -> store and models -> pure modules). A module is
+# in the layer of the longest prefix that names it; every module of tasks_app is in one.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "pure",
+        (
+            "tasks_app.choices",
+            "tasks_app.conf",
+            "tasks_app.timing",
+            "tasks_app.validation",
+            "tasks_app.actions",
+            "tasks_app.hardening",
+            "tasks_app.client_address",
+            "tasks_app.queues",
+            "tasks_app.django_tasks.framework",
+        ),
+    ),
+    ("models", ("tasks_app.models",)),
+    ("store", ("tasks_app.store", "tasks_app.dispatch")),
+    (
+        "services",
+        (
+            "tasks_app.services",
+            "tasks_app.selectors",
+            "tasks_app.permissions",
+            "tasks_app.observability.health",
+            "tasks_app.observability.logs",
+            "tasks_app.django_tasks.results",
+        ),
+    ),
+    (
+        "entry points",
+        (
+            "tasks_app.admin",
+            "tasks_app.api",
+            "tasks_app.management",
+            "tasks_app.tasks",
+            "tasks_app.beat",
+            "tasks_app.worker",
+            "tasks_app.observability",
+            "tasks_app.representations",
+            "tasks_app.templatetags",
+            "tasks_app.apps",
+            "tasks_app.urls",
+            "tasks_app.django_tasks",
+        ),
+    ),
+]
+
+
+def layer_of(name: str) -> int | None:
+    """The index in LAYERS of module ``name`` (the longest matching prefix), or None."""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and (
+                best is None or len(prefix) > best[0]
+            ):
+                best = (len(prefix), index)
+    return None if best is None else best[1]
+
+
+def test_every_module_is_in_a_layer() -> None:
+    unplaced = [name for name in MODULES if name != "tasks_app" and layer_of(name) is None]
+    assert unplaced == [], "add these modules to LAYERS"
+
+
+def test_imports_point_down_the_layer_table() -> None:
+    upward = [
+        f"{name} ({LAYERS[low][0]}) imports {target} ({LAYERS[high][0]})"
+        for name in MODULES
+        if (low := layer_of(name)) is not None
+        for target in sorted(imports_of(name))
+        if (high := layer_of(target)) is not None and high > low
+    ]
+    assert upward == []
+
+
+def test_the_layer_check_finds_an_upward_import() -> None:
+    assert layer_of("tasks_app.models") == 1
+    assert layer_of("tasks_app.observability.metrics") == 4  # not services' health/logs
+    assert layer_of("tasks_app.observability.health") == 3
+    assert layer_of("elsewhere") is None
+
+
+def test_an_orm_write_of_a_status_outside_the_store_raises() -> None:
+    """Statuses change only through the store's named statements: the models refuse an ORM
+    write of one at run time (before any SQL is sent, so no database is needed here)."""
+    with pytest.raises(StatusWriteRefused, match="Run.status"):
+        Run.objects.filter(pk=uuid.uuid4()).update(status=RunStatus.FAILED)
+    with pytest.raises(StatusWriteRefused, match="TaskState.status"):
+        TaskState.objects.filter(pk="nightly").update(status=TaskStatus.PAUSED)
+    with pytest.raises(StatusWriteRefused):
+        Run.objects.bulk_update([], ["status", "error"])
+    run = Run.from_db("default", ["id", "status"], [uuid.uuid4(), RunStatus.RUNNING])
+    run.status = RunStatus.COMPLETED
+    with pytest.raises(StatusWriteRefused, match="Model.save"):
+        run.save(update_fields=["status"])
+
+
+def test_tasks_app_never_lifts_the_status_guard() -> None:
+    """``allow_status_writes`` is for fixtures (tests, benchmarks); no module of the app uses
+    it (models.py defines it; the store re-exports it for fixtures)."""
+    users = [
         name
         for name, path in MODULES.items()
-        if not name.startswith(("tasks_app.services", "tasks_app.store"))
-        and writes.search(path.read_text())
+        if name not in ("tasks_app.models", "tasks_app.store")
+        and "allow_status_writes" in path.read_text()
     ]
-    assert offenders == []
+    assert users == []
