@@ -34,7 +34,7 @@ from .choices import (
     TaskStatus,
     Trigger,
 )
-from .validation import bounds_constraints, validate_task
+from .validation import NUMERIC_BOUNDS, check_storable
 from .validation import bounds_validators as bounded
 
 __all__ = [
@@ -143,6 +143,21 @@ class StatusGuarded(models.Model):
 
 def default_queue() -> str:
     return str(settings.CELERY_TASK_DEFAULT_QUEUE)
+
+
+def bounds_constraints(table: str) -> list[models.BaseConstraint]:
+    """One CHECK constraint per bounded column of ``validation.NUMERIC_BOUNDS`` (NULL
+    passes: the field is optional). The services do not ask Django to evaluate them before a
+    save (one query each): the field validators state the same ranges."""
+    return [
+        models.CheckConstraint(
+            condition=models.Q(**{f"{name}__isnull": True})
+            | models.Q(**{f"{name}__gte": b.low, f"{name}__lte": b.high}),
+            name=f"{table}_{name}_range",
+            violation_error_message=f"{name} must be between {b.low} and {b.high}",
+        )
+        for name, b in NUMERIC_BOUNDS.items()
+    ]
 
 
 task_id_validator = RegexValidator(
@@ -274,12 +289,9 @@ class Task(models.Model):
         return self.state
 
     def clean(self) -> None:
-        stored = (
-            None
-            if self._state.adding
-            else Task.objects.filter(pk=self.pk).values_list("run_at", "schedule_type").first()
-        )
-        validate_task(self, stored=stored)
+        """The field rules (no query): what Postgres cannot store. The rules that span
+        fields run in the services (``tasks_app.services.task_rules``)."""
+        check_storable(self)
 
 
 class TaskState(StatusGuarded):

@@ -1,7 +1,11 @@
-"""Input rules shared by every entry point (admin forms, API, CLI, services).
+"""The field rules: what one value must be, whatever the other fields say.
 
-Each check raises Django's ``ValidationError`` keyed by the field it is about, so the admin
-shows it next to the field, the API returns it in ``detail`` and the CLI prints it.
+Pure: no ORM, no queries, no task state read; the models import these (their field
+validators), and so do the services, whose cross-field and state rules
+(``tasks_app.services.task_rules``) build on them. Each check raises Django's
+``ValidationError`` keyed by the field it is about, so the admin shows it next to the field,
+the API returns it in ``detail`` and the CLI prints it. A rule is worded once, here: every
+entry point shows the same sentence.
 """
 
 from __future__ import annotations
@@ -13,10 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
-from django.db import models
 from django.utils import timezone
 
-from . import actions
 from .choices import ScheduleType
 from .conf import app_settings
 from .timing import scheduling
@@ -53,7 +55,7 @@ NUMERIC_BOUNDS: dict[str, Bounds] = {
     "retry_backoff_seconds": Bounds(0, MAX_DURATION_SECONDS, "366 days"),
     "timeout_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
     "expires_after_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
-    # The upper bound is TASKS_MAX_DELAY_SECONDS too (checked in validate_task: a setting).
+    # The upper bound is TASKS_MAX_DELAY_SECONDS too (check_interval: a setting).
     "interval_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
     "max_runs": Bounds(1, MAX_INTEGER, "an integer column"),
     "jitter_seconds": Bounds(0, MAX_JITTER_SECONDS, "one day"),
@@ -73,26 +75,37 @@ def bounds_validators(name: str) -> list[MinValueValidator | MaxValueValidator]:
     return [MinValueValidator(bounds.low), MaxValueValidator(bounds.high)]
 
 
-def bounds_constraints(table: str) -> list[models.BaseConstraint]:
-    """One CHECK constraint per bounded column (NULL passes: the field is optional). The
-    services do not ask Django to evaluate them before a save (one query each): the field
-    validators above state the same ranges."""
-    return [
-        models.CheckConstraint(
-            condition=models.Q(**{f"{name}__isnull": True})
-            | models.Q(**{f"{name}__gte": b.low, f"{name}__lte": b.high}),
-            name=f"{table}_{name}_range",
-            violation_error_message=f"{name} must be between {b.low} and {b.high}",
-        )
-        for name, b in NUMERIC_BOUNDS.items()
-    ]
-
-
 # Instants a schedule may name: from the Unix epoch to 100 years ahead. Wider ones are
 # refused here rather than overflowing date arithmetic later (a start_at in year 9999 made
 # the next-fire computation, and the preview, fail with a 500).
 EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_AHEAD = timedelta(days=36525)
+NAIVE_INSTANT = "must include a time-zone offset (e.g. 'Z' or '+02:00')"
+
+# --- schedules ------------------------------------------------------------------------------
+# The field each kind of schedule needs, and how its absence is worded (the task's own
+# rules in tasks_app.services.task_rules and the admin's live preview both say it so).
+REQUIRED_FOR_SCHEDULE = {
+    ScheduleType.ONCE: ("run_at", "is required for a 'once' schedule"),
+    ScheduleType.INTERVAL: ("interval_seconds", "is required for an 'interval' schedule"),
+    ScheduleType.CRON: ("cron", "is required for a 'cron' schedule"),
+}
+
+
+def between(low: int, high: int) -> str:
+    """How a count asked for outside its range is worded (``--count``, ``?count=``)."""
+    return f"must be between {low:,} and {high:,}"
+
+
+def not_both(first: str, second: str) -> str:
+    """How two fields that exclude each other are worded when both are given."""
+    return f"give either {first} or {second}, not both"
+
+
+def cron_problem(exc: Exception) -> str:
+    """How a cron expression that does not parse is worded."""
+    return f"invalid cron expression: {exc}"
+
 
 # --- text and JSON -------------------------------------------------------------------------
 # What Postgres cannot store, or Python cannot walk, is refused as bad input naming the
@@ -103,6 +116,7 @@ LATEST_AHEAD = timedelta(days=36525)
 # - JSON nested deeper than MAX_JSON_DEPTH levels: deep enough for any payload, shallow
 #   enough that validation and serialization never reach Python's recursion limit.
 MAX_JSON_DEPTH = 32
+TOO_DEEP = f"nests deeper than {MAX_JSON_DEPTH} levels"
 TEXT_FIELDS = ("id", "name", "description", "action", "queue", "cron", "timezone", "pause_note")
 
 
@@ -123,7 +137,7 @@ def json_problem(value: Any, path: str = "", depth: int = 0) -> tuple[str, str] 
     ``where`` is a dotted path (``payload.items.0``); nesting too deep is reported at the
     top-level field it is under (``""`` for the value itself)."""
     if depth > MAX_JSON_DEPTH:
-        return path.split(".")[0], f"nests deeper than {MAX_JSON_DEPTH} levels"
+        return path.split(".")[0], TOO_DEEP
     if isinstance(value, str):
         problem = string_problem(value)
         return None if problem is None else (path, problem)
@@ -154,6 +168,51 @@ def check_text(value: Any, *, field: str) -> None:
         raise ValidationError({field: [problem]})
 
 
+def storable_errors(task: Task) -> dict[str, list[str]]:
+    """What of ``task``'s text fields and payload Postgres cannot store, by field (empty:
+    all of it can). Nothing else may walk or store a payload this reports."""
+    errors: dict[str, list[str]] = {}
+    for name in TEXT_FIELDS:
+        if (problem := string_problem_of(getattr(task, name))) is not None:
+            errors[name] = [problem]
+    found = json_problem(task.payload, "payload")
+    if found is not None:  # reported on the field (a form has no "payload.items.0")
+        where, what = found
+        errors["payload"] = [what if where == "payload" else f"at {where}: {what}"]
+    return errors
+
+
+def check_storable(task: Task) -> None:
+    """Refuse a task whose text or payload Postgres cannot store (``Task.clean``)."""
+    if errors := storable_errors(task):
+        raise ValidationError(errors)
+
+
+# --- the pause note ---------------------------------------------------------------------------
+# Optional (a pause from a script or a bulk action need not explain itself), at most
+# PAUSE_NOTE_MAX_LENGTH characters whoever writes it: a person through the admin, the API or
+# the CLI, or the engine's auto-pause, whose note is shortened to fit (fit_pause_note).
+PAUSE_NOTE_MAX_LENGTH = 2000
+PAUSE_NOTE_TOO_LONG = f"must be at most {PAUSE_NOTE_MAX_LENGTH:,} characters"
+
+
+def check_pause_note(note: str, *, field: str = "note") -> str:
+    """The note as stored (surrounding white space dropped), or ``ValidationError``."""
+    check_text(note, field=field)
+    text = note.strip()
+    if len(text) > PAUSE_NOTE_MAX_LENGTH:
+        raise ValidationError({field: [PAUSE_NOTE_TOO_LONG]})
+    return text
+
+
+def fit_pause_note(text: str) -> str:
+    """``text`` shortened to the pause note's length, marked with an ellipsis when cut."""
+    text = text.strip()
+    if len(text) <= PAUSE_NOTE_MAX_LENGTH:
+        return text
+    return text[: PAUSE_NOTE_MAX_LENGTH - 1].rstrip() + "…"
+
+
 # --- queues ---------------------------------------------------------------------------------
 # Queue names every transport takes as they are (a name is also a file name on Kombu's
 # filesystem transport and a routing key elsewhere): no '/', '\\', whitespace or control
@@ -182,9 +241,20 @@ def check_queue(value: str) -> None:
         )
 
 
-def _human(seconds: float) -> str:
-    days = seconds / 86400
-    return f"{days:g} days" if days >= 1 else f"{seconds:g} s"
+def seconds_text(seconds: float) -> str:
+    """A span of seconds as every message words it: ``365 days (31,536,000 s)``, ``90 s``."""
+    exact = f"{seconds:,.0f} s" if float(seconds).is_integer() else f"{seconds:,} s"
+    days, rest = divmod(float(seconds), 86400)
+    if days < 1 or rest:
+        return exact
+    return f"{days:,.0f} day{'' if days == 1 else 's'} ({exact})"
+
+
+def max_delay_message(*, ahead: bool = False) -> str:
+    """The rule of ``TASKS_MAX_DELAY_SECONDS``, one sentence for every field it bounds (a
+    delay, an expiry, an interval; ``ahead``: an instant, measured from now)."""
+    limit = seconds_text(app_settings.MAX_DELAY_SECONDS)
+    return f"must be at most {limit}{' from now' if ahead else ''}, the TASKS_MAX_DELAY_SECONDS setting"
 
 
 def max_delay() -> timedelta:
@@ -202,40 +272,35 @@ def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timede
     if value < 0:
         raise ValidationError({field: ["must not be negative"]})
     if value > app_settings.MAX_DELAY_SECONDS:
-        raise ValidationError(
-            {
-                field: [
-                    f"must be at most {_human(app_settings.MAX_DELAY_SECONDS)} (TASKS_MAX_DELAY_SECONDS)"
-                ]
-            }
-        )
+        raise ValidationError({field: [max_delay_message()]})
     return timedelta(seconds=value)
+
+
+def check_interval(interval_seconds: int, *, field: str = "interval_seconds") -> None:
+    """A recurring interval is a delay between fires: ``TASKS_MAX_DELAY_SECONDS`` bounds it
+    too (above the field's own bound, the field validator speaks)."""
+    if app_settings.MAX_DELAY_SECONDS < interval_seconds <= NUMERIC_BOUNDS["interval_seconds"].high:
+        raise ValidationError({field: [max_delay_message()]})
 
 
 def check_run_at(run_at: datetime, *, now: datetime, field: str = "run_at") -> datetime:
     """``run_at`` must be aware, not in the past beyond a small grace, nor too far ahead."""
     if timezone.is_naive(run_at):
-        raise ValidationError({field: ["must include a time-zone offset (e.g. 'Z' or '+02:00')"]})
+        raise ValidationError({field: [NAIVE_INSTANT]})
     grace = timedelta(seconds=app_settings.RUN_AT_GRACE_SECONDS)
     if run_at < now - grace:
         raise ValidationError(
             {field: [f"is in the past ({run_at.isoformat()}); give a future instant"]}
         )
     if run_at > now + max_delay():
-        raise ValidationError(
-            {
-                field: [
-                    f"is more than {_human(app_settings.MAX_DELAY_SECONDS)} ahead (TASKS_MAX_DELAY_SECONDS)"
-                ]
-            }
-        )
+        raise ValidationError({field: [max_delay_message(ahead=True)]})
     return run_at
 
 
 def check_instant(value: datetime, *, field: str, now: datetime | None = None) -> datetime:
     """An aware instant between ``EARLIEST_INSTANT`` and ``LATEST_AHEAD`` from now."""
     if timezone.is_naive(value):
-        raise ValidationError({field: ["must include a time-zone offset (e.g. 'Z' or '+02:00')"]})
+        raise ValidationError({field: [NAIVE_INSTANT]})
     latest = (now or timezone.now()) + LATEST_AHEAD
     if not EARLIEST_INSTANT <= value <= latest:
         raise ValidationError(
@@ -244,10 +309,11 @@ def check_instant(value: datetime, *, field: str, now: datetime | None = None) -
     return value
 
 
-def check_stored_schedule(task: Task, *, now: datetime) -> None:
+def check_stored_schedule(task: Task, *, next_run_at: datetime | None, now: datetime) -> None:
     """What the schedule arithmetic needs of a task as it is (stored, maybe before today's
-    rules): a known zone, a cron that parses, instants within the range. Raises
-    ``ValidationError`` naming the field, so a preview answers 400, not 500."""
+    rules): a known zone, a cron that parses, instants within the range, ``next_run_at`` (the
+    stored next fire, as beat will plan from it; ``None`` for an unsaved task) included.
+    Raises ``ValidationError`` naming the field, so a preview answers 400, not 500."""
     errors: dict[str, list[str]] = {}
     try:
         scheduling.get_zone(task.timezone or "UTC")
@@ -257,149 +323,17 @@ def check_stored_schedule(task: Task, *, now: datetime) -> None:
         try:
             scheduling.parse_cron(task.cron)
         except scheduling.CronError as exc:
-            errors["cron"] = [f"invalid cron expression: {exc}"]
+            errors["cron"] = [cron_problem(exc)]
     instants = {name: getattr(task, name) for name in ("start_at", "end_at", "run_at")}
     if task.schedule_type != ScheduleType.ONCE:
         del instants["run_at"]
-    if not task._state.adding:  # a stored task's next fire, as beat will plan from it
-        instants["next_run_at"] = task.state.next_run_at
+    instants["next_run_at"] = next_run_at
     for name, value in instants.items():
         if value is not None:
             try:
                 check_instant(value, field=name, now=now)
             except ValidationError as exc:
                 errors[name] = list(exc.messages)
-    if errors:
-        raise ValidationError(errors)
-
-
-def check_runnable(task: Task) -> None:
-    """A stored task may be run: its queue is one a worker consumes (``TASKS_QUEUES`` may
-    have changed since it was saved, or the row predates the queue rules)."""
-    try:
-        check_queue(task.queue)
-    except ValidationError as exc:
-        raise ValidationError(
-            {"queue": [f"{m.rstrip('.')}; edit the task's queue to run it" for m in exc.messages]}
-        ) from exc
-
-
-def check_expiry(
-    *, expires_in_seconds: float | None, expires_at: datetime | None, due_at: datetime
-) -> datetime | None:
-    """The deadline after which a not-yet-started run is expired instead of run late."""
-    if expires_in_seconds is not None and expires_at is not None:
-        raise ValidationError(
-            {"expires_at": ["give either expires_in_seconds or expires_at, not both"]}
-        )
-    if expires_in_seconds is not None:
-        return due_at + check_delay(expires_in_seconds, field="expires_in_seconds")
-    if expires_at is not None:
-        check_instant(expires_at, field="expires_at")
-        if expires_at <= due_at:
-            raise ValidationError({"expires_at": ["must be after the run's due time"]})
-    return expires_at
-
-
-def validate_task(
-    task: Task, *, now: datetime | None = None, stored: tuple[Any, str] | None = None
-) -> None:
-    """Check the rules that span fields: action, payload schema, schedule, time zone.
-
-    ``stored`` is the saved task's ``(run_at, schedule_type)`` (``None`` for a new task): an
-    unchanged ``once`` instant is not checked against the clock again.
-    """
-    errors: dict[str, list[str]] = {}
-    now = now or timezone.now()
-
-    for name in TEXT_FIELDS:
-        if (problem := string_problem_of(getattr(task, name))) is not None:
-            errors[name] = [problem]
-    found = json_problem(task.payload, "payload")
-    if found is not None:  # reported on the field (a form has no "payload.items.0")
-        where, what = found
-        errors["payload"] = [what if where == "payload" else f"at {where}: {what}"]
-        raise ValidationError(errors)  # nothing below may walk or store such a payload
-    if errors:
-        raise ValidationError(errors)
-
-    try:
-        action = actions.get(task.action)
-    except KeyError:
-        known = ", ".join(a.name for a in actions.all_actions())
-        errors["action"] = [f"unknown action {task.action!r}; known actions: {known}"]
-    else:
-        if not isinstance(task.payload, dict):
-            errors["payload"] = ["must be a JSON object"]
-        else:
-            try:
-                action.validate(task.payload)
-            except actions.PayloadError as exc:
-                errors["payload"] = [
-                    f"does not fit action {task.action!r}: {m}" for m in exc.messages
-                ]
-
-    try:
-        scheduling.get_zone(task.timezone)
-    except scheduling.ZoneError as exc:
-        errors["timezone"] = [str(exc)]
-
-    kind = task.schedule_type
-    if kind == ScheduleType.ONCE:
-        if task.run_at is None:
-            errors["run_at"] = ["is required for a 'once' schedule"]
-        elif stored != (task.run_at, task.schedule_type):
-            try:
-                check_run_at(task.run_at, now=now)
-            except ValidationError as exc:
-                errors.update(exc.message_dict)
-    elif kind == ScheduleType.INTERVAL:
-        if not task.interval_seconds:
-            errors["interval_seconds"] = ["is required for an 'interval' schedule (at least 1)"]
-        elif (
-            app_settings.MAX_DELAY_SECONDS
-            < task.interval_seconds
-            <= NUMERIC_BOUNDS["interval_seconds"].high  # above: the field's own validator
-        ):
-            errors["interval_seconds"] = [
-                f"must be at most {app_settings.MAX_DELAY_SECONDS:g} s (TASKS_MAX_DELAY_SECONDS)"
-            ]
-    elif kind == ScheduleType.CRON:
-        if not task.cron:
-            errors["cron"] = ["is required for a 'cron' schedule"]
-        else:
-            try:
-                scheduling.parse_cron(task.cron)
-            except scheduling.CronError as exc:
-                errors["cron"] = [f"invalid cron expression: {exc}"]
-    elif kind != ScheduleType.NONE:
-        errors["schedule_type"] = [f"must be one of {', '.join(ScheduleType.values)}"]
-
-    for name in ("start_at", "end_at"):
-        value = getattr(task, name)
-        if value is not None:
-            try:
-                check_instant(value, field=name, now=now)
-            except ValidationError as exc:
-                errors.update(exc.message_dict)
-    bad_bounds = bool(errors.keys() & {"start_at", "end_at"})
-    if not bad_bounds and task.start_at and task.end_at and task.end_at <= task.start_at:
-        errors["end_at"] = ["must be after start_at"]
-    if not isinstance(task.queue, str) or not task.queue:
-        errors["queue"] = ["is required"]
-    elif "queue" not in errors:
-        try:
-            check_queue(task.queue)
-        except ValidationError as exc:
-            errors["queue"] = list(exc.messages)
-    if (
-        kind == ScheduleType.INTERVAL
-        and task.interval_seconds
-        and task.jitter_seconds
-        and task.jitter_seconds >= task.interval_seconds
-    ):
-        errors["jitter_seconds"] = ["must be shorter than interval_seconds"]
-
     if errors:
         raise ValidationError(errors)
 

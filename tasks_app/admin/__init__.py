@@ -48,6 +48,7 @@ from ..models import (
     TaskAuditEntry,
     Trigger,
 )
+from ..services.task_rules import validate_task
 from ..services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
 from ..timing import scheduling
 from . import views as admin_views
@@ -97,7 +98,7 @@ def action_schemas() -> dict[str, dict[str, Any]]:
 
 class ActionField(forms.ChoiceField):
     """A select of the registered actions. Whether a name is registered is decided by
-    ``validation.validate_task`` (one rule, one message naming the known actions)."""
+    ``services.task_rules.validate_task`` (one rule, one message naming the known actions)."""
 
     def valid_value(self, value: str) -> bool:
         return True
@@ -112,7 +113,7 @@ class PayloadField(forms.JSONField):
         try:
             data = super().to_python(value)
         except RecursionError:
-            raise ValidationError(f"nests deeper than {validation.MAX_JSON_DEPTH} levels") from None
+            raise ValidationError(validation.TOO_DEEP) from None
         found = validation.json_problem(data, "payload")
         if found is not None:
             where, what = found
@@ -177,6 +178,18 @@ class TaskForm(forms.ModelForm):
                 self.add_error("action", exc.sentence)
         return cleaned
 
+    def _post_clean(self) -> None:
+        super()._post_clean()  # type: ignore[misc]  # the field rules (Task.full_clean)
+        stored = (
+            None
+            if self.instance._state.adding
+            else (self.initial.get("run_at"), self.initial.get("schedule_type", ""))
+        )
+        try:  # the rules that span fields, next to the field each is about
+            validate_task(self.instance, stored=stored)
+        except ValidationError as exc:
+            self._update_errors(exc)  # type: ignore[attr-defined]
+
     def clean_delay_seconds(self) -> float | None:
         value = self.cleaned_data.get("delay_seconds")
         if value is None:
@@ -186,6 +199,11 @@ class TaskForm(forms.ModelForm):
         except ValidationError as exc:
             raise ValidationError(exc.message_dict["delay_seconds"]) from exc
         return value
+
+
+def _field_errors(exc: ValidationError) -> str:
+    """``note: must be at most 2,000 characters``: each message after the field it names."""
+    return "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
 
 
 def _user(request: HttpRequest) -> str:
@@ -480,6 +498,7 @@ class TaskAdmin(admin.ModelAdmin):
         context["action_schemas"] = action_schemas()
         context["payload_check_url"] = reverse("admin:tasks_app_task_payload_check")
         context["zone_names"] = sorted(scheduling._zone_names())
+        context["pause_note_max_length"] = validation.PAUSE_NOTE_MAX_LENGTH
         return super().render_change_form(request, context, *args, **kwargs)
 
     # --- buttons on the task page ----------------------------------------------------------
@@ -543,16 +562,15 @@ class TaskAdmin(admin.ModelAdmin):
 
     def _pause(self, request: HttpRequest, object_id: str) -> HttpResponse:
         task = self._task_for_button(request, object_id)
-        note = request.POST.get("note", "").strip()
-        if not note:
+        try:
+            services.task_pause(task=task, note=request.POST.get("note", ""), by=_user(request))
+        except ValidationError as exc:
             self.message_user(
-                request,
-                "Say why you pause the task (the note is shown on the overview).",
-                messages.ERROR,
+                request, f"Task {task.pk} not paused: {_field_errors(exc)}", messages.ERROR
             )
             return self._back(task)
-        services.task_pause(task=task, note=note, by=_user(request))
-        self.message_user(request, f"Task {task.pk} paused: {note}", messages.SUCCESS)
+        said = f": {task.pause_note}" if task.pause_note else "."
+        self.message_user(request, f"Task {task.pk} paused{said}", messages.SUCCESS)
         return self._back(task)
 
     def resume_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

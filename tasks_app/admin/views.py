@@ -29,6 +29,7 @@ from django.utils.safestring import SafeString, mark_safe
 from .. import selectors, validation
 from ..conf import app_settings
 from ..models import RECURRING, RunStatus, ScheduleType, Task
+from ..services.task_rules import validate_task
 from ..timing import scheduling
 from . import overview
 
@@ -192,15 +193,16 @@ class PreviewForm(forms.Form):
             scheduling.get_zone(zone)
         except scheduling.ZoneError as exc:
             raise ValidationError({"timezone": str(exc)}) from exc
-        if data.get("schedule_type") == ScheduleType.CRON:
-            if not data.get("cron"):
-                raise ValidationError({"cron": "is required for a 'cron' schedule"})
+        kind = data.get("schedule_type")
+        if kind in (ScheduleType.CRON, ScheduleType.INTERVAL):
+            field, required = validation.REQUIRED_FOR_SCHEDULE[ScheduleType(kind)]
+            if not data.get(field):
+                raise ValidationError({field: required})
+        if kind == ScheduleType.CRON:
             try:
                 scheduling.parse_cron(data["cron"])
             except scheduling.CronError as exc:
-                raise ValidationError({"cron": f"invalid cron expression: {exc}"}) from exc
-        if data.get("schedule_type") == ScheduleType.INTERVAL and not data.get("interval_seconds"):
-            raise ValidationError({"interval_seconds": "is required for an 'interval' schedule"})
+                raise ValidationError({"cron": validation.cron_problem(exc)}) from exc
         return data
 
 
@@ -240,7 +242,7 @@ def preview_view(request: HttpRequest) -> JsonResponse:
 def payload_check_view(request: HttpRequest) -> JsonResponse:
     """``POST /admin/tasks_app/task/payload-check/`` with ``action`` and ``payload`` (JSON
     text): ``{"ok": bool, "errors": [message]}`` from the very check a save runs
-    (``validation.validate_task``: the action's schema, then its own rules such as refused
+    (``services.task_rules.validate_task``: the action's schema, then its own rules such as refused
     addresses). The task form calls it as you type; nothing is saved."""
     if request.method != "POST":
         return JsonResponse({"error": "POST action and payload"}, status=405)
@@ -249,11 +251,11 @@ def payload_check_view(request: HttpRequest) -> JsonResponse:
     except json.JSONDecodeError as exc:
         return JsonResponse({"ok": False, "errors": [f"not valid JSON: {exc}"]})
     except RecursionError:
-        message = f"nests deeper than {validation.MAX_JSON_DEPTH} levels"
-        return JsonResponse({"ok": False, "errors": [message]})
+        return JsonResponse({"ok": False, "errors": [validation.TOO_DEEP]})
     task = Task(action=request.POST.get("action", ""), payload=payload)
     try:
-        validation.validate_task(task)
+        validation.check_storable(task)  # what Postgres cannot store, then the save's rules
+        validate_task(task)
     except ValidationError as exc:
         errors = [m for field in ("action", "payload") for m in exc.message_dict.get(field, [])]
         return JsonResponse({"ok": not errors, "errors": errors})

@@ -16,7 +16,7 @@ from django.conf import settings
 from rest_framework.exceptions import ValidationError
 from rest_framework.parsers import JSONParser
 
-from ..validation import MAX_JSON_DEPTH, json_problem, too_deep_at
+from ..validation import TOO_DEEP, json_problem, too_deep_at
 from .errors import NON_FIELD, PayloadTooLarge
 
 
@@ -41,9 +41,7 @@ class LimitedJSONParser(JSONParser):
         except RecursionError:  # how deep that is depends on the stack the parser ran on
             stream.seek(0)
             where = too_deep_at(stream.read().decode("utf-8", "replace"))
-            raise ValidationError(
-                {where or NON_FIELD: [f"nests deeper than {MAX_JSON_DEPTH} levels"]}
-            ) from None
+            raise ValidationError({where or NON_FIELD: [TOO_DEEP]}) from None
         problem = json_problem(data)
         if problem is not None:
             where, what = problem

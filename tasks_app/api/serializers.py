@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.utils import timezone
 from rest_framework import serializers
@@ -26,7 +27,7 @@ class AwareDateTimeField(serializers.DateTimeField):
     """ISO 8601 with a time-zone offset; a naive time is refused, never guessed."""
 
     default_error_messages = {
-        "naive": "must include a time-zone offset (e.g. 'Z' or '+02:00')",
+        "naive": validation.NAIVE_INSTANT,
     }
 
     def enforce_timezone(self, value: Any) -> Any:
@@ -44,7 +45,7 @@ def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
         help_text=help_text,
         error_messages={
             "min_value": "must not be negative",
-            "max_value": f"must be at most {limit:g} s (TASKS_MAX_DELAY_SECONDS)",
+            "max_value": validation.max_delay_message(),
         },
         **kwargs,
     )
@@ -100,15 +101,18 @@ class StrictSerializerMixin:
 
 # The numeric bounds come from the model fields' validators (tasks_app.validation's
 # NUMERIC_BOUNDS), which DRF turns into min_value/max_value, so the OpenAPI document shows
-# them; the queue rule is stated here for the same reason (validate_task checks it again for
-# the admin and the CLI).
+# them; the queue rule is stated here for the same reason (the services check it again for
+# the admin and the CLI). An interval longer than TASKS_MAX_DELAY_SECONDS but within the
+# field's bound is refused by the services, in the words the admin and the CLI use.
+def length_of(name: str) -> MaxLengthValidator:
+    """Django's length validator of the task field ``name`` (its message is the admin's)."""
+    field = Task._meta.get_field(name)
+    assert isinstance(field, models.CharField) and field.max_length is not None
+    return MaxLengthValidator(field.max_length)
+
+
 TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
-    "queue": {"validators": [validation.check_queue]},
-    "interval_seconds": {
-        "max_value": int(
-            min(app_settings.MAX_DELAY_SECONDS, validation.NUMERIC_BOUNDS["interval_seconds"].high)
-        )
-    },
+    "queue": {"validators": [length_of("queue"), validation.check_queue]},
 }
 
 
@@ -125,6 +129,18 @@ class TaskFieldsSerializer(StrictSerializerMixin, serializers.ModelSerializer):
         model = Task
         fields: tuple[str, ...] = TASK_FIELDS
         extra_kwargs: dict[str, dict[str, Any]] = TASK_FIELD_KWARGS
+
+    def build_standard_field(
+        self, field_name: str, model_field: Any
+    ) -> tuple[type, dict[str, Any]]:
+        """A text field's length is checked by Django's own validator (the OpenAPI document
+        still states it): a text too long is worded as the admin and the CLI word it, not in
+        DRF's sentence of its own."""
+        field_class, kwargs = super().build_standard_field(field_name, model_field)
+        limit = kwargs.pop("max_length", None)
+        if limit is not None:
+            kwargs["validators"] = [*kwargs.get("validators", []), MaxLengthValidator(limit)]
+        return field_class, kwargs
 
 
 class TaskCreateSerializer(TaskFieldsSerializer):
@@ -152,7 +168,7 @@ class TaskCreateSerializer(TaskFieldsSerializer):
         )
         extra_kwargs = {
             **TASK_FIELD_KWARGS,
-            "id": {"required": False, "validators": [task_id_validator]},
+            "id": {"required": False, "validators": [length_of("id"), task_id_validator]},
             "action": {"required": True},
         }
 
@@ -160,7 +176,7 @@ class TaskCreateSerializer(TaskFieldsSerializer):
         kind = attrs.get("schedule_type", ScheduleType.NONE)
         if "delay_seconds" in attrs and attrs.get("run_at") is not None:
             raise serializers.ValidationError(
-                {"delay_seconds": ["give either delay_seconds or run_at, not both"]}
+                {"delay_seconds": [validation.not_both("delay_seconds", "run_at")]}
             )
         if kind == ScheduleType.ONCE and "delay_seconds" in attrs:
             raise serializers.ValidationError(
@@ -185,10 +201,12 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     expires_at = AwareDateTimeField(required=False)
     schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
     interval_seconds = serializers.IntegerField(
-        required=False, min_value=1, max_value=int(app_settings.MAX_DELAY_SECONDS)
+        required=False,
+        min_value=validation.NUMERIC_BOUNDS["interval_seconds"].low,
+        max_value=validation.NUMERIC_BOUNDS["interval_seconds"].high,
     )
-    cron = serializers.CharField(required=False, max_length=200)
-    timezone = serializers.CharField(required=False, max_length=64)
+    cron = serializers.CharField(required=False, validators=[length_of("cron")])
+    timezone = serializers.CharField(required=False, validators=[length_of("timezone")])
     start_at = AwareDateTimeField(required=False, allow_null=True)
     end_at = AwareDateTimeField(required=False, allow_null=True)
 
@@ -218,7 +236,14 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
 
 
 class PauseSerializer(StrictSerializerMixin, serializers.Serializer):
-    note = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+    note = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=validation.PAUSE_NOTE_MAX_LENGTH,
+        error_messages={"max_length": validation.PAUSE_NOTE_TOO_LONG},
+        help_text="Why the task is paused (optional; shown on the overview).",
+    )
 
 
 class EmptySerializer(StrictSerializerMixin, serializers.Serializer):
@@ -249,7 +274,16 @@ class BackfillResultSerializer(serializers.Serializer):
 
 
 class PreviewQuerySerializer(serializers.Serializer):
-    count = serializers.IntegerField(required=False, default=5, min_value=1, max_value=MAX_PREVIEW)
+    count = serializers.IntegerField(
+        required=False,
+        default=5,
+        min_value=1,
+        max_value=MAX_PREVIEW,
+        error_messages={
+            "min_value": validation.between(1, MAX_PREVIEW),
+            "max_value": validation.between(1, MAX_PREVIEW),
+        },
+    )
 
 
 class FireSerializer(serializers.Serializer):

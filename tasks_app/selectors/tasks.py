@@ -75,7 +75,8 @@ def task_preview(*, task: Task, count: int = 5, now: datetime | None = None) -> 
     """
     now = now or timezone.now()
     count = max(1, min(count, MAX_PREVIEW))
-    validation.check_stored_schedule(task, now=now)
+    stored_next = None if task._state.adding else task.state.next_run_at
+    validation.check_stored_schedule(task, next_run_at=stored_next, now=now)
     try:
         return _preview(task, count=count, now=now)
     except (OverflowError, ValueError) as exc:  # CronError and ZoneError are ValueErrors

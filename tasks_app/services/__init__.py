@@ -5,7 +5,8 @@ functions and hold no rules of their own. Status changes are conditional updates
 (``UPDATE ... WHERE status = <expected>``, each a named statement of ``tasks_app/store``), so a
 duplicated message or a second process racing for the same row changes nothing.
 
-Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``schedule_sync`` (a
+Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``task_rules`` (the
+rules of a task that span fields or read what is stored), ``schedule_sync`` (a
 task's schedule, next fire and beat entry), ``run_create`` (new runs and attempts),
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
 interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``

@@ -22,7 +22,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .. import actions, store
+from .. import actions, store, validation
 from ..conf import app_settings
 from ..models import (
     EXPLICIT_TRIGGERS,
@@ -406,7 +406,7 @@ def _count_failure(task: Task, *, error: str) -> None:
     streak = current.state.consecutive_failures
     reason = error.splitlines()[0] if error else "failed"
     note = f"auto-paused after {streak} consecutive failures; last: {reason}"
-    task_pause(task=current, note=note[:1000], by="system")
+    task_pause(task=current, note=validation.fit_pause_note(note), by="system")
     log.error(
         "task %s auto-paused after %d consecutive failures",
         task.pk,

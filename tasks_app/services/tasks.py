@@ -21,6 +21,7 @@ from .errors import ConflictError
 from .run_create import new_run, run_create
 from .run_release import publish_runs, release_due_runs
 from .schedule_sync import sync_periodic_task, sync_schedule
+from .task_rules import check_expiry, check_runnable, stored_schedule_of, task_check
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +93,7 @@ def task_save(*, task: Task, by: str = "") -> Task:
     """
     adding = task._state.adding
     previous = None if adding else Task.objects.filter(pk=task.pk).first()
-    # The CHECK constraints repeat the field validators' bounds: not queried a second time.
-    task.full_clean(validate_unique=False, validate_constraints=False)
+    task_check(task, stored=stored_schedule_of(previous))
     now = timezone.now()
     with transaction.atomic():
         flagged = previous is not None and bool(previous.schedule_error)
@@ -130,7 +130,7 @@ def task_delete(*, task: Task, by: str = "") -> None:
 
 def task_pause(*, task: Task, note: str = "", by: str = "") -> Task:
     """Stop new fires and hold the task's delayed runs until it is resumed."""
-    validation.check_text(note, field="note")
+    note = validation.check_pause_note(note)
     with transaction.atomic():
         task.paused = True
         task.pause_note = note
@@ -221,7 +221,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
 
 def task_execute(*, task: Task, trigger: str = Trigger.MANUAL) -> Run:
     """Run the task now, with its own queue, priority, timeout and retry settings."""
-    validation.check_runnable(task)
+    check_runnable(task)
     now = timezone.now()
     return run_create(task=task, trigger=trigger, due_at=now, now=now)
 
@@ -235,10 +235,12 @@ def task_schedule_once(
     expires_at: datetime | None = None,
 ) -> Run:
     """One run after ``delay_seconds`` or at ``run_at`` (exactly one of them)."""
-    validation.check_runnable(task)
+    check_runnable(task)
     now = timezone.now()
-    if (delay_seconds is None) == (run_at is None):
-        raise ValidationError({"delay_seconds": ["give exactly one of delay_seconds or run_at"]})
+    if delay_seconds is not None and run_at is not None:
+        raise ValidationError({"delay_seconds": [validation.not_both("delay_seconds", "run_at")]})
+    if delay_seconds is None and run_at is None:
+        raise ValidationError({"delay_seconds": ["give delay_seconds or run_at"]})
     if delay_seconds is not None:
         due_at = now + validation.check_delay(delay_seconds)
         trigger = Trigger.DELAY
@@ -246,7 +248,7 @@ def task_schedule_once(
         assert run_at is not None
         due_at = validation.check_run_at(run_at, now=now)
         trigger = Trigger.AT
-    deadline = validation.check_expiry(
+    deadline = check_expiry(
         expires_in_seconds=expires_in_seconds, expires_at=expires_at, due_at=due_at
     )
     return run_create(task=task, trigger=trigger, due_at=due_at, now=now, expires_at=deadline)

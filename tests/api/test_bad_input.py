@@ -226,7 +226,7 @@ CASES: dict[str, tuple[str, str, Any, int, str, str]] = {
         {"id": "t", "action": "noop", "schedule_type": "once", "run_at": END_OF_TIME},
         400,
         "run_at",
-        "more than 365 days ahead",
+        "must be at most 365 days (31,536,000 s) from now",
     ),
     "schedule: delay 1e308 s": (
         "post",
@@ -274,7 +274,7 @@ CASES: dict[str, tuple[str, str, Any, int, str, str]] = {
         None,
         400,
         "count",
-        "less than or equal to 100",
+        "must be between 1 and 100",
     ),
     "page 10**30": (
         "get",

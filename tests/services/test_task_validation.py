@@ -64,7 +64,11 @@ def test_duplicate_id_is_a_conflict() -> None:
         ({"delay_seconds": 366 * 86400}, "delay_seconds", "at most 365 days"),
         ({"delay_seconds": "soon"}, "delay_seconds", "must be a number"),
         ({"run_at": "past"}, "run_at", "is in the past"),
-        ({"delay_seconds": 5, "run_at": "future"}, "delay_seconds", "exactly one"),
+        (
+            {"delay_seconds": 5, "run_at": "future"},
+            "delay_seconds",
+            "give either delay_seconds or run_at, not both",
+        ),
     ],
 )
 def test_bad_delays_are_refused(kwargs: dict[str, object], field: str, message: str) -> None:

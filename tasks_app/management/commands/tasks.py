@@ -63,7 +63,7 @@ def instant(text: str) -> datetime:
     if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date-time")
     if timezone.is_naive(value):
-        raise argparse.ArgumentTypeError(f"{text!r} has no time-zone offset (add Z or +HH:MM)")
+        raise argparse.ArgumentTypeError(f"{text!r} {validation.NAIVE_INSTANT}")
     return value
 
 
@@ -73,9 +73,7 @@ def json_object(text: str) -> dict[str, Any]:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
     except RecursionError:
-        raise argparse.ArgumentTypeError(
-            f"nests deeper than {validation.MAX_JSON_DEPTH} levels"
-        ) from None
+        raise argparse.ArgumentTypeError(validation.TOO_DEEP) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
@@ -91,7 +89,7 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low} and {high}")
+            raise argparse.ArgumentTypeError(validation.between(low, high))
         return value
 
     return parse
@@ -632,10 +630,11 @@ class Command(BaseCommand):
 
 
 def _whole_seconds(value: float, option: str) -> int:
-    if value != int(value) or value < 1:
+    """A duration option as the integer field it sets; its bounds are the field's, checked
+    (and worded) by the services as for the API and the admin."""
+    if value != int(value):
         raise CommandError(
-            f"--{option.replace('_', '-')} must be a whole number of seconds, at least 1s",
-            returncode=2,
+            f"--{option.replace('_', '-')} must be a whole number of seconds", returncode=2
         )
     return int(value)
 
