@@ -117,9 +117,7 @@ def test_arguments_that_do_not_survive_json_or_fit_the_function_are_refused(
 def test_a_queue_outside_tasks_queues_and_a_run_after_too_far_ahead_are_refused() -> None:
     with pytest.raises(InvalidTask, match="Queue 'nowhere' is not valid"):
         functions.add.using(queue_name="nowhere")
-    with pytest.raises(
-        InvalidTask, match=r"run_after: is more than .* \(TASKS_MAX_DELAY_SECONDS\)"
-    ):
+    with pytest.raises(InvalidTask, match=r"run_after: must be at most .*TASKS_MAX_DELAY_SECONDS"):
         functions.add.using(run_after=timezone.now() + timedelta(days=3650))
     assert not Task.objects.exists()
 
