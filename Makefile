@@ -8,11 +8,16 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 SUPPORTED_PYTHONS := 3.11 3.12 3.13
 EXTRAS ?= dev,embedded
+# A Django pin installed with the project (a pip requirement; unset: the newest pyproject.toml
+# admits for the interpreter, 5.2 on Python 3.11):
+# make test VENV=.venv-3.12 PYTHON=python3.12 DJANGO='Django>=6.0,<6.1'
+DJANGO ?=
 
 python_version = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 VENV_PYTHON := $(call python_version,$(PY))
 HASH := $(shell cat pyproject.toml | sha1sum | cut -c1-12)
-STAMP := $(VENV)/.installed-$(HASH)-$(EXTRAS)-py$(VENV_PYTHON)
+DJANGO_TAG := $(if $(DJANGO),-$(shell printf '%s' '$(DJANGO)' | sha1sum | cut -c1-8))
+STAMP := $(VENV)/.installed-$(HASH)-$(EXTRAS)$(DJANGO_TAG)-py$(VENV_PYTHON)
 
 # .venv is rebuilt when its interpreter is missing, broken or unsupported, or (PYTHON given on
 # the command line or in the environment) is not the one asked for.
@@ -48,9 +53,9 @@ $(STAMP): pyproject.toml
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); \
 	fi
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]' $(if $(DJANGO),'$(DJANGO)')
 	rm -f $(VENV)/.installed-*
-	touch $(VENV)/.installed-$(HASH)-$(EXTRAS)-py$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	touch $(VENV)/.installed-$(HASH)-$(EXTRAS)$(DJANGO_TAG)-py$$($(PY) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 
 # Embedded Postgres (var/postgres) unless DATABASE_URL is set; see project/embedded.py.
 run: install
@@ -96,3 +101,4 @@ help:
 	@echo "make bench            benchmarks (BENCH_ARGS=...)"
 	@echo "make clean            remove var/, staticfiles/ and tool caches; clean-all: also .venv*"
 	@echo "PYTHON=python3.12     build .venv with another interpreter ($(SUPPORTED_PYTHONS))"
+	@echo "DJANGO='Django>=6.0,<6.1'  install that Django (6.0 needs Python >= 3.12)"

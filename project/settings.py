@@ -18,6 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+import django
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
@@ -91,6 +92,13 @@ INSTALLED_APPS = [
     # Your own apps (e.g. one that registers actions), comma-separated dotted paths.
     *env_list("TASKS_EXTRA_APPS", ""),
 ]
+if django.VERSION < (6, 0):
+    # Django's task framework on 5.2: the django-tasks backport (built into Django 6.0).
+    INSTALLED_APPS.append("django_tasks")
+
+# Django's task framework (`@task`, `.enqueue()`, `.get_result()`): every enqueue is a run,
+# executed by the Celery workers, its result read back from the run (tasks_app/django_tasks/).
+TASKS = {"default": {"BACKEND": "tasks_app.django_tasks.CeleryRunBackend"}}
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

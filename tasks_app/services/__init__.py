@@ -10,7 +10,8 @@ rules of a task that span fields or read what is stored), ``schedule_sync`` (a
 task's schedule, next fire and beat entry), ``run_create`` (new runs and attempts),
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
 interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
-(recurring fires recorded by beat), ``alarms`` (missed-run alarms), ``retention`` (old runs
+(recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
+framework), ``alarms`` (missed-run alarms), ``retention`` (old runs
 deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
 """
 

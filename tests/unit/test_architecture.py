@@ -134,6 +134,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.hardening",
             "tasks_app.client_address",
             "tasks_app.queues",
+            "tasks_app.django_tasks.framework",
         ),
     ),
     ("models", ("tasks_app.models",)),
@@ -146,6 +147,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.permissions",
             "tasks_app.observability.health",
             "tasks_app.observability.logs",
+            "tasks_app.django_tasks.results",
         ),
     ),
     (
@@ -162,6 +164,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.templatetags",
             "tasks_app.apps",
             "tasks_app.urls",
+            "tasks_app.django_tasks",
         ),
     ),
 ]

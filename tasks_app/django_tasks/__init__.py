@@ -1,0 +1,57 @@
+"""Django's task framework on our runs: the ``CeleryRunBackend`` and the ``django_task``
+action.
+
+Django 6.0 ships the framework as ``django.tasks``; on Django 5.2 the ``django-tasks``
+backport provides the same API as ``django_tasks``. Both are imported in one place
+(``framework``), so the rest of the app never asks which Django it runs on::
+
+    # settings.py
+    TASKS = {"default": {"BACKEND": "tasks_app.django_tasks.CeleryRunBackend"}}
+
+    # myapp/tasks.py
+    from django.tasks import task            # Django 5.2: from django_tasks import task
+
+    @task
+    def send_welcome_email(user_id: int) -> str: ...
+
+    result = send_welcome_email.using(run_after=in_an_hour).enqueue(42)
+    send_welcome_email.get_result(result.id).status   # READY, RUNNING, SUCCESSFUL, FAILED
+
+Each enqueue becomes a task of its own (action ``django_task``, its payload the function's
+dotted path, ``args`` and ``kwargs``) with one run, created by the same service as a delayed
+run, so it has the whole lifecycle: pages in the admin, ``GET /api/runs/{id}``,
+``tasks runs``, retries if the task is given some, expiry, metrics. The ``TaskResult`` id
+**is** the run's id. ``run_after`` makes the run due at that instant (a time in the past:
+due now); ``priority`` (-100..100) maps onto ours (0..9, ``framework.run_priority``);
+``queue_name`` is one of ``TASKS_QUEUES`` (Django's ``"default"`` is the default queue).
+Arguments and return values must survive JSON; other arguments are refused at enqueue with
+a ``TypeError`` naming the argument.
+
+Modules: ``framework`` (the framework's names on either Django; pure checks), ``results``
+(a run as a ``TaskResult``), ``backend`` (``CeleryRunBackend``), ``action`` (the
+``django_task`` action, which sends ``task_started`` and ``task_finished``).
+"""
+
+from .backend import CeleryRunBackend
+from .framework import (
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
+
+__all__ = [
+    "CeleryRunBackend",
+    "InvalidTask",
+    "Task",
+    "TaskResult",
+    "TaskResultDoesNotExist",
+    "TaskResultStatus",
+    "task_enqueued",
+    "task_finished",
+    "task_started",
+]

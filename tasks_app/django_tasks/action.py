@@ -1,0 +1,109 @@
+"""The ``django_task`` action: a function decorated with Django's ``@task``, called inside
+the run with the payload's ``args`` and ``kwargs``.
+
+Every enqueue through ``CeleryRunBackend`` is a task with this action; a task of your own
+with it puts a ``@task`` function on an interval or a cron schedule (admin, API or CLI)::
+
+    {"task": "myapp.tasks.send_digest", "args": [], "kwargs": {"since_days": 7}}
+
+When the task is saved the function must import and be a ``@task``, and the arguments must
+fit its signature. Its return value (JSON) is the run's ``result``; an exception fails the
+run, which names the exception's class path and keeps its traceback. ``task_started`` and
+``task_finished`` are sent by the worker around the call (sender: the task's backend class).
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from django.utils import timezone
+
+from ..actions import JSON, Outcome, PayloadError, RunContext, register
+from ..models import Run
+from ..services.django_task import ACTION
+from .framework import (
+    TaskContext,
+    TaskError,
+    TaskResultStatus,
+    call_problem,
+    json_problem,
+    resolve,
+    task_finished,
+    task_started,
+    to_json,
+)
+from .results import task_result
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "task": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 300,
+            "pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$",
+            "description": "Dotted path of a function decorated with @task.",
+        },
+        "args": {"type": "array"},
+        "kwargs": {"type": "object"},
+    },
+    "required": ["task"],
+    "additionalProperties": False,
+}
+
+
+def check(payload: dict[str, JSON]) -> None:
+    """The function imports and is a ``@task``; the arguments fit its signature."""
+    try:
+        task = resolve(payload["task"])
+    except ValueError as exc:
+        raise PayloadError([f"task: {exc}"]) from exc
+    wrong = call_problem(task, payload.get("args") or [], payload.get("kwargs") or {})
+    if wrong is not None:
+        raise PayloadError([f"args/kwargs: {wrong}"])
+
+
+@register(
+    ACTION,
+    schema=SCHEMA,
+    validate=check,
+    description="Calls a function decorated with Django's @task (payload: task, args, kwargs).",
+)
+def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
+    task = resolve(payload["task"])
+    args, kwargs = list(payload.get("args") or []), dict(payload.get("kwargs") or {})
+    sender = type(task.get_backend())
+    first = Run.objects.select_related("task").get(pk=ctx.first_attempt_id or ctx.run_id)
+    result = task_result(first, task=task, backend=task.backend)  # RUNNING: this attempt
+    task_started.send(sender, task_result=result)
+    try:
+        if task.takes_context:
+            value = task.call(TaskContext(task_result=result), *args, **kwargs)
+        else:
+            value = task.call(*args, **kwargs)
+        found = json_problem(value, "return value")
+        if found is not None:
+            raise TypeError(f"{task.module_path}: {found}; return values must survive JSON")
+    except BaseException as exc:
+        error = TaskError(
+            exception_class_path=f"{type(exc).__module__}.{type(exc).__qualname__}",
+            traceback="".join(traceback.format_exception(exc)),
+        )
+        _finish(result, TaskResultStatus.FAILED, errors=[*result.errors, error])
+        task_finished.send(sender, task_result=result)
+        raise
+    value = to_json(value)
+    _finish(result, TaskResultStatus.SUCCESSFUL, value=value)
+    task_finished.send(sender, task_result=result)
+    return Outcome(output="", result=value)
+
+
+def _finish(
+    result: Any, status: Any, *, errors: list[Any] | None = None, value: Any = None
+) -> None:
+    object.__setattr__(result, "status", status)
+    object.__setattr__(result, "finished_at", timezone.now())
+    if errors is not None:
+        object.__setattr__(result, "errors", errors)
+    object.__setattr__(result, "_return_value", value)

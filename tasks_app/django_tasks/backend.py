@@ -1,0 +1,109 @@
+"""``CeleryRunBackend``: Django's task framework backend whose tasks are our runs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from ..models import Run, default_queue
+from ..services.django_task import ACTION, django_task_enqueue
+from ..validation import check_run_at, configured_queues
+from .framework import (
+    DEFAULT_TASK_QUEUE_NAME,
+    BaseTaskBackend,
+    InvalidTask,
+    TaskResultDoesNotExist,
+    call_problem,
+    json_problem,
+    resolve,
+    run_priority,
+    task_enqueued,
+    to_json,
+)
+from .results import task_result
+
+
+class CeleryRunBackend(BaseTaskBackend):
+    """Each enqueue is a run, executed by the Celery workers; ``get_result`` reads it back.
+
+    ``QUEUES``, if given, narrows the queue names further than ``TASKS_QUEUES`` does (unset:
+    Django's ``"default"``, which is the workers' default queue, and every queue of
+    ``TASKS_QUEUES``). ``OPTIONS`` takes nothing.
+    """
+
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        if "QUEUES" not in params:
+            self.queues = {DEFAULT_TASK_QUEUE_NAME, *configured_queues()}
+
+    def validate_task(self, task: Any) -> None:
+        """Django's checks, then ours: ``run_after`` within ``TASKS_MAX_DELAY_SECONDS``."""
+        super().validate_task(task)
+        if task.run_after is not None and timezone.is_aware(task.run_after):
+            now = timezone.now()
+            try:
+                check_run_at(max(task.run_after, now), now=now, field="run_after")
+            except ValidationError as exc:
+                raise InvalidTask(_one_line(exc)) from exc
+
+    def enqueue(self, task: Any, args: Iterable[Any], kwargs: Mapping[str, Any]) -> Any:
+        """A run of ``task`` with these arguments, due at ``run_after`` (or now), published
+        when the surrounding transaction commits. ``TypeError`` for arguments that would
+        not survive JSON or do not fit the function's signature; nothing is written then."""
+        self.validate_task(task)
+        args, kwargs = list(args), dict(kwargs)
+        found = json_problem(args, "args") or json_problem(kwargs, "kwargs")
+        if found is not None:
+            raise TypeError(f"{task.module_path}: {found}; task arguments must survive JSON")
+        if (wrong := call_problem(task, args, kwargs)) is not None:
+            raise TypeError(wrong)
+        queue = default_queue() if task.queue_name == DEFAULT_TASK_QUEUE_NAME else task.queue_name
+        try:
+            run = django_task_enqueue(
+                path=task.module_path,
+                args=to_json(args),
+                kwargs=to_json(kwargs),
+                queue=queue,
+                priority=run_priority(task.priority),
+                run_after=task.run_after,
+            )
+        except ValidationError as exc:
+            raise InvalidTask(_one_line(exc)) from exc
+        result = task_result(run, task=task, backend=self.alias)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> Any:
+        """The run ``result_id`` and its later attempts as a ``TaskResult``;
+        ``TaskResultDoesNotExist`` if there is no such run of a ``@task`` function."""
+        try:
+            key = uuid.UUID(str(result_id))
+        except ValueError:
+            raise TaskResultDoesNotExist(f"{result_id!r} is not a run id") from None
+        run = Run.objects.select_related("task").filter(pk=key).first()
+        if run is None:
+            raise TaskResultDoesNotExist(f"no run {result_id}")
+        if run.task.action != ACTION:
+            raise TaskResultDoesNotExist(
+                f"run {result_id} runs action {run.task.action!r}, not a @task function"
+            )
+        try:
+            task = resolve(str(run.task.payload.get("task", "")))
+        except ValueError as exc:
+            raise TaskResultDoesNotExist(f"run {result_id}: {exc}") from exc
+        return task_result(run, task=task, backend=self.alias, result_id=str(result_id))
+
+
+def _one_line(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{field}: {' '.join(m)}" for field, m in exc.message_dict.items())
+    return " ".join(exc.messages)

@@ -1,0 +1,159 @@
+"""Django's task framework under one set of names on Django 6.0 (``django.tasks``) and 5.2
+(the ``django-tasks`` backport), and the checks that need no database: what survives JSON,
+whether a call fits the function, how priorities, queues and exception classes map."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import django
+from django.utils.module_loading import import_string
+
+if django.VERSION >= (6, 0) or TYPE_CHECKING:
+    from django.tasks import (  # type: ignore[import-not-found,unused-ignore]
+        DEFAULT_TASK_QUEUE_NAME,
+        Task,
+        TaskContext,
+        TaskResult,
+        TaskResultStatus,
+    )
+    from django.tasks.backends.base import (  # type: ignore[import-not-found,unused-ignore]
+        BaseTaskBackend,
+    )
+    from django.tasks.base import TaskError  # type: ignore[import-not-found,unused-ignore]
+    from django.tasks.exceptions import (  # type: ignore[import-not-found,unused-ignore]
+        InvalidTask,
+        TaskResultDoesNotExist,
+    )
+    from django.tasks.signals import (  # type: ignore[import-not-found,unused-ignore]
+        task_enqueued,
+        task_finished,
+        task_started,
+    )
+else:  # the django-tasks backport: the same API under another name
+    from django_tasks import (
+        DEFAULT_TASK_QUEUE_NAME,
+        TaskContext,
+        TaskResult,
+        TaskResultStatus,
+    )
+    from django_tasks.backends.base import BaseTaskBackend
+    from django_tasks.base import Task, TaskError
+    from django_tasks.exceptions import InvalidTaskError as InvalidTask
+    from django_tasks.exceptions import TaskResultDoesNotExist
+    from django_tasks.signals import task_enqueued, task_finished, task_started
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE_NAME",
+    "BaseTaskBackend",
+    "InvalidTask",
+    "RunEnded",
+    "Task",
+    "TaskContext",
+    "TaskError",
+    "TaskResult",
+    "TaskResultDoesNotExist",
+    "TaskResultStatus",
+    "call_problem",
+    "exception_class_path",
+    "json_problem",
+    "resolve",
+    "run_priority",
+    "task_enqueued",
+    "task_finished",
+    "task_started",
+    "to_json",
+]
+
+
+class RunEnded(Exception):
+    """A run that ended without an exception of the function: expired before it could
+    start, cancelled, skipped, lost with its worker or stopped at its time limit. The
+    ``TaskError`` of such an attempt names this class; its traceback holds the run's error."""
+
+
+def run_priority(priority: int) -> int:
+    """Django's priority (-100..100, default 0, higher first) as ours (0..9, default 5,
+    higher first): 0 is 5, 100 is 9, -100 is 0, in even steps on each side."""
+    if priority >= 0:
+        return 5 + round(priority * 4 / 100)
+    return 5 + round(priority * 5 / 100)
+
+
+def json_problem(value: Any, where: str) -> str | None:
+    """Why ``value`` would not come back the same from JSON (``None`` if it would):
+    only str, int, float (finite), bool, None, lists (tuples become lists, as Django does)
+    and dicts with string keys survive."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where}: {value} is not a JSON number"
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if (found := json_problem(item, f"{where}[{i}]")) is not None:
+                return found
+        return None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{where}: key {key!r} is not a string (JSON keys are strings)"
+            if (found := json_problem(item, f"{where}[{key!r}]")) is not None:
+                return found
+        return None
+    return f"{where}: a value of type {type(value).__name__} is not JSON"
+
+
+def to_json(value: Any) -> Any:
+    """``value`` with tuples as lists (once :func:`json_problem` found nothing)."""
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: to_json(v) for k, v in value.items()}
+    return value
+
+
+def call_problem(task: Any, args: Iterable[Any], kwargs: Mapping[str, Any]) -> str | None:
+    """Why the function of ``task`` cannot be called with these arguments (``None`` if it
+    can), so a wrong call is refused when it is enqueued or saved, not when it runs."""
+    try:
+        signature = inspect.signature(task.func)
+    except (TypeError, ValueError):  # no signature to check against
+        return None
+    lead = [None] if task.takes_context else []
+    try:
+        signature.bind(*lead, *args, **kwargs)
+    except TypeError as exc:
+        return f"{task.module_path}(): {exc}"
+    return None
+
+
+def resolve(path: str) -> Any:
+    """The ``@task`` object at the dotted ``path``; ``ValueError`` saying why not."""
+    try:
+        found = import_string(path)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {path!r}: {exc}") from exc
+    if not isinstance(found, Task):
+        raise ValueError(f"{path!r} is not a function decorated with @task (Django's tasks)")
+    return found
+
+
+def exception_class_path(error: str) -> str:
+    """The dotted path of the exception class in a run's error (``"Name: message"``, a
+    blank line, the traceback), which the traceback's final line spells out in full
+    (``module.Name: message``; builtins by name alone); :class:`RunEnded` for an error
+    without a traceback."""
+    head, _, trace = error.partition("\n\n")
+    name = head.split(":", 1)[0].strip()
+    if not trace.startswith("Traceback") or not re.fullmatch(r"\w+", name):
+        return f"{RunEnded.__module__}.{RunEnded.__qualname__}"
+    pattern = re.compile(rf"^((?:\w+\.)*){re.escape(name)}(?::|$)")
+    for line in reversed(trace.splitlines()):
+        match = pattern.match(line)
+        if match:
+            return match.group(0).rstrip(":") if match.group(1) else f"builtins.{name}"
+    return f"builtins.{name}"

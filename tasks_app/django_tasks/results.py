@@ -1,0 +1,60 @@
+"""A run, with every attempt of it, read as Django's ``TaskResult``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..models import Run, RunStatus, Trigger
+from ..selectors.runs import run_attempts
+from .framework import TaskError, TaskResult, TaskResultStatus, exception_class_path
+
+# A run's status as Django's framework names it: an attempt that is not yet finished, or
+# that a new attempt follows (retrying, interrupted), is READY; every end but success FAILED.
+RESULT_STATUS = {
+    RunStatus.PENDING: "READY",
+    RunStatus.QUEUED: "READY",
+    RunStatus.RETRYING: "READY",
+    RunStatus.INTERRUPTED: "READY",
+    RunStatus.RUNNING: "RUNNING",
+    RunStatus.COMPLETED: "SUCCESSFUL",
+    RunStatus.FAILED: "FAILED",
+    RunStatus.EXPIRED: "FAILED",
+    RunStatus.CANCELLED: "FAILED",
+    RunStatus.SKIPPED: "FAILED",
+}
+
+
+def task_result(run: Run, *, task: Any, backend: str, result_id: str | None = None) -> Any:
+    """``run`` and its later attempts (retries, interruptions) as a ``TaskResult`` of
+    ``task``, read now: the status of the latest attempt, one error per unsuccessful
+    attempt, one worker id per attempt that started (``attempts``), the first start and the
+    latest, and the latest end once finished."""
+    attempts = list(run_attempts(run=run)) or [run]
+    latest = attempts[-1]
+    started = [a for a in attempts if a.started_at is not None]
+    status = TaskResultStatus(RESULT_STATUS[RunStatus(latest.status)])
+    finished = status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
+    payload = run.task.payload
+    if run.trigger == Trigger.AT:
+        task = task.using(run_after=run.due_at)
+    result = TaskResult(
+        task=task,
+        id=result_id or str(run.id),
+        status=status,
+        enqueued_at=attempts[0].created_at,
+        started_at=started[0].started_at if started else None,
+        finished_at=latest.finished_at if finished else None,
+        last_attempted_at=started[-1].started_at if started else None,
+        args=list(payload.get("args") or []),
+        kwargs=dict(payload.get("kwargs") or {}),
+        backend=backend,
+        errors=[
+            TaskError(exception_class_path=exception_class_path(a.error), traceback=a.error)
+            for a in attempts
+            if a.error and a.status != RunStatus.COMPLETED
+        ],
+        worker_ids=[a.worker for a in started if a.worker],
+    )
+    if status == TaskResultStatus.SUCCESSFUL:
+        object.__setattr__(result, "_return_value", latest.result)
+    return result

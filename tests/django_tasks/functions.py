@@ -1,0 +1,44 @@
+"""``@task`` functions the tests enqueue (on Django 6.0 from ``django.tasks``, on 5.2 from the
+``django-tasks`` backport, as a project supporting both would write it)."""
+
+from __future__ import annotations
+
+import django
+
+if django.VERSION >= (6, 0):
+    from django.tasks import task
+else:
+    from django_tasks import task
+
+
+class QuotaExceeded(Exception):
+    """An exception of the project's own, so its class path is not a builtin's."""
+
+
+@task
+def add(a: int, b: int) -> dict[str, int]:
+    return {"sum": a + b}
+
+
+@task(priority=50, queue_name="default")
+def greet(name: str, *, punctuation: str = "!") -> str:
+    return f"hello {name}{punctuation}"
+
+
+@task
+def over_quota(user: str) -> None:
+    raise QuotaExceeded(f"{user} is over quota")
+
+
+@task
+def returns_a_set() -> object:
+    return {1, 2}
+
+
+@task(takes_context=True)
+def which_attempt(context: object) -> int:
+    return int(context.attempt)  # type: ignore[attr-defined]
+
+
+def not_a_task() -> None:
+    """A plain function: not a @task, refused as one."""

@@ -1,0 +1,148 @@
+"""Django's task framework end to end: ``@task`` functions enqueued (from a ``manage.py
+shell``, as a developer would, and from this process), executed by a real ``celery worker``,
+read back with ``get_result`` and through the API under the same id."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from datetime import datetime, timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tasks_app import services
+from tasks_app.django_tasks import TaskResultStatus
+from tasks_app.models import Run, RunStatus
+from tests.django_tasks import functions
+from tests.processes import ROOT, process_env, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+SHELL = """
+from datetime import timedelta
+from django.utils import timezone
+from tests.django_tasks.functions import add
+enqueued = timezone.now()
+result = add.using(run_after=enqueued + timedelta(seconds=2)).enqueue(2, 3)
+print("ENQUEUED", result.id, enqueued.isoformat())
+"""
+
+
+def api_client() -> APIClient:
+    user = User.objects.create_superuser("dt-admin", password="not-used-here")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def finished(task: object, result_id: str) -> object | None:
+    result = task.get_result(result_id)  # type: ignore[attr-defined]
+    return result if result.is_finished else None
+
+
+def test_run_after_from_a_manage_py_shell_starts_on_time_and_answers_under_one_id(
+    worker: object,
+) -> None:
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", SHELL],
+        cwd=ROOT,
+        env=process_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("ENQUEUED"))
+    _, result_id, at = line.split()
+    enqueued = datetime.fromisoformat(at)
+
+    result = wait_until(lambda: finished(functions.add, result_id), timeout=20, message="add")
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.return_value == {"sum": 5}
+    assert (result.started_at - enqueued).total_seconds() >= 2.0  # never before run_after
+    assert len(result.worker_ids) == 1 and result.worker_ids[0].startswith("test-")
+    run = Run.objects.get(pk=result_id)
+    assert run.lateness_ms is not None and 0 <= run.lateness_ms < 1000
+
+    answer = api_client().get(f"/api/runs/{result_id}")
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["id"] == result_id and body["status"] == RunStatus.COMPLETED
+    assert body["result"] == {"sum": 5}
+
+    listed = subprocess.run(
+        [sys.executable, "manage.py", "tasks", "runs", run.task_id, "--json"],
+        cwd=ROOT,
+        env=process_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)
+    assert row["id"] == result_id and row["status"] == RunStatus.COMPLETED
+
+
+def test_a_raising_task_is_failed_with_its_exception_class(worker: object) -> None:
+    result = functions.over_quota.enqueue("alice")
+    failed = wait_until(
+        lambda: finished(functions.over_quota, result.id), timeout=20, message="over_quota"
+    )
+    assert failed.status == TaskResultStatus.FAILED
+    (error,) = failed.errors
+    assert error.exception_class_path == "tests.django_tasks.functions.QuotaExceeded"
+    assert "alice is over quota" in error.traceback
+    body = api_client().get(f"/api/runs/{result.id}").json()
+    assert body["status"] == RunStatus.FAILED and "alice is over quota" in body["error"]
+
+
+def test_run_after_is_as_precise_as_a_delayed_run(worker: object) -> None:
+    """20 of each, interleaved, due 2 s after their enqueue: the median lateness of
+    ``run_after`` stays in line with the delayed runs' (the same path)."""
+    delayed_task = services.task_create(id="delayed-anchor", action="noop")
+    ids: list[str] = []
+    delayed: list[str] = []
+    for _ in range(20):
+        at = timezone.now() + timedelta(seconds=2)
+        ids.append(functions.add.using(run_after=at).enqueue(1, 1).id)
+        delayed.append(str(services.task_schedule_once(task=delayed_task, delay_seconds=2).id))
+    everything = Run.objects.filter(pk__in=ids + delayed)
+    wait_until(
+        lambda: everything.filter(status=RunStatus.COMPLETED).count() == 40,
+        timeout=30,
+        message="the 40 runs",
+    )
+    ours = [r.lateness_ms for r in everything if str(r.id) in ids]
+    anchor = [r.lateness_ms for r in everything if str(r.id) in delayed]
+    assert min(ours) >= 0 and min(anchor) >= 0
+    mine, theirs = statistics.median(ours), statistics.median(anchor)
+    print(f"lateness median: run_after {mine:.1f} ms, delayed run {theirs:.1f} ms")
+    assert mine <= 2 * theirs + 50, (mine, theirs)
+
+
+def test_a_task_of_our_own_with_a_task_function_as_its_action_records_the_value(
+    worker: object,
+) -> None:
+    task = services.task_create(
+        id="greet-now",
+        action="django_task",
+        payload={"task": "tests.django_tasks.functions.greet", "args": ["bob"]},
+    )
+    run = services.task_execute(task=task)
+    done = wait_until(
+        lambda: functions.greet.get_result(str(run.id)) if _done(run) else None,
+        timeout=20,
+        message="greet",
+    )
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == "hello bob!"
+
+
+def _done(run: Run) -> bool:
+    run.refresh_from_db()
+    return run.status not in (RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING)

@@ -1,0 +1,193 @@
+"""Django's task framework on runs, driven without a worker: what an enqueue stores, what it
+refuses, and the ``TaskResult`` read back as the run moves (claim, complete, fail, retry
+through the services a worker calls). The worker's side runs end to end in
+tests/e2e/test_django_tasks.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from tasks_app import services
+from tasks_app.django_tasks import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
+from tasks_app.models import Run, RunStatus, Task, Trigger
+from tests.django_tasks import functions
+from tests.stored_rows import run_set
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def signals() -> Iterator[list[tuple[str, Any]]]:
+    """Every task_enqueued / task_started / task_finished sent, with a copy of the status."""
+    seen: list[tuple[str, Any]] = []
+    receivers = {}
+    for name, signal in (
+        ("enqueued", task_enqueued),
+        ("started", task_started),
+        ("finished", task_finished),
+    ):
+
+        def receiver(sender: Any, task_result: Any, _name: str = name, **kw: Any) -> None:
+            seen.append((_name, task_result.status))
+
+        receivers[name] = receiver
+        signal.connect(receiver, weak=False)
+    yield seen
+    for name, signal in (
+        ("enqueued", task_enqueued),
+        ("started", task_started),
+        ("finished", task_finished),
+    ):
+        signal.disconnect(receivers[name])
+
+
+def work(result_id: str, worker: str = "w1@host") -> Run:
+    """What a worker does with the run's message: mark it queued (as the release would at
+    commit, which a test transaction never reaches), then claim and execute it."""
+    run_set(result_id, status=RunStatus.QUEUED, queued_at=timezone.now())
+    done = services.run_execute(run_id=result_id, worker=worker)
+    assert done is not None
+    return done
+
+
+def test_enqueue_with_run_after_stores_a_run_due_then_whose_id_is_the_result_id(
+    signals: list,
+) -> None:
+    at = timezone.now() + timedelta(minutes=5)
+    result = functions.greet.using(run_after=at, priority=100).enqueue("ada", punctuation="?")
+    run = Run.objects.select_related("task").get(pk=result.id)
+    assert run.due_at == at and run.trigger == Trigger.AT and run.status == RunStatus.PENDING
+    assert run.task.action == "django_task"
+    assert run.task.payload == {
+        "task": "tests.django_tasks.functions.greet",
+        "args": ["ada"],
+        "kwargs": {"punctuation": "?"},
+    }
+    assert run.task.priority == 9  # Django's 100 is our highest
+    assert run.task.queue == Task._meta.get_field("queue").get_default()  # "default" queue
+    assert run.task.state.next_run_at == at  # shown like any delayed run
+    assert result.status == TaskResultStatus.READY and result.enqueued_at == run.created_at
+    assert result.args == ["ada"] and result.kwargs == {"punctuation": "?"}
+    assert signals == [("enqueued", TaskResultStatus.READY)]
+
+
+def test_an_enqueue_in_a_transaction_rolled_back_leaves_no_run() -> None:
+    with pytest.raises(RuntimeError), transaction.atomic():
+        functions.add.enqueue(1, 2)
+        raise RuntimeError("the view failed after enqueueing")
+    assert not Run.objects.exists() and not Task.objects.exists()
+
+
+def test_enqueue_without_run_after_is_due_now() -> None:
+    before = timezone.now()
+    result = functions.add.enqueue(2, 3)
+    run = Run.objects.get(pk=result.id)
+    assert run.trigger == Trigger.MANUAL and before <= run.due_at <= timezone.now()
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda: functions.add.enqueue(timezone.now(), 1), "args[0]: a value of type datetime"),
+        (lambda: functions.greet.enqueue(name={1: "x"}), "kwargs['name']: key 1 is not a string"),
+        (lambda: functions.add.enqueue(1), "missing a required argument: 'b'"),
+    ],
+)
+def test_arguments_that_do_not_survive_json_or_fit_the_function_are_refused(
+    call: Any, named: str
+) -> None:
+    with pytest.raises(TypeError, match=named.replace("[", r"\[").replace("(", r"\(")):
+        call()
+    assert not Task.objects.exists() and not Run.objects.exists()  # nothing written
+
+
+def test_a_queue_outside_tasks_queues_and_a_run_after_too_far_ahead_are_refused() -> None:
+    with pytest.raises(InvalidTask, match="Queue 'nowhere' is not valid"):
+        functions.add.using(queue_name="nowhere")
+    with pytest.raises(InvalidTask, match=r"run_after: must be at most .*TASKS_MAX_DELAY_SECONDS"):
+        functions.add.using(run_after=timezone.now() + timedelta(days=3650))
+    assert not Task.objects.exists()
+
+
+def test_a_successful_run_reads_back_successful_with_its_return_value(signals: list) -> None:
+    result = functions.add.enqueue(2, 3)
+    assert functions.add.get_result(result.id).status == TaskResultStatus.READY
+    run = work(result.id)
+    assert run.status == RunStatus.COMPLETED and run.result == {"sum": 5}
+    done = functions.add.get_result(result.id)
+    assert done.status == TaskResultStatus.SUCCESSFUL
+    assert done.return_value == {"sum": 5}
+    assert done.worker_ids == ["w1@host"] and done.attempts == 1 and done.errors == []
+    assert done.started_at == run.started_at and done.finished_at == run.finished_at
+    assert done.last_attempted_at == run.started_at
+    assert [name for name, _ in signals] == ["enqueued", "started", "finished"]
+    assert signals[1][1] == TaskResultStatus.RUNNING
+    assert signals[2][1] == TaskResultStatus.SUCCESSFUL
+
+
+def test_a_raising_function_reads_back_failed_with_its_exception_class(signals: list) -> None:
+    result = functions.over_quota.enqueue("alice")
+    run = work(result.id)
+    assert run.status == RunStatus.FAILED
+    failed = functions.over_quota.get_result(result.id)
+    assert failed.status == TaskResultStatus.FAILED
+    (error,) = failed.errors
+    assert error.exception_class_path == "tests.django_tasks.functions.QuotaExceeded"
+    assert error.exception_class is functions.QuotaExceeded
+    assert "alice is over quota" in error.traceback and "Traceback" in error.traceback
+    with pytest.raises(ValueError, match="Task failed"):
+        failed.return_value  # noqa: B018
+    assert signals[-1] == ("finished", TaskResultStatus.FAILED)
+
+
+def test_a_return_value_that_is_not_json_fails_the_run_naming_it() -> None:
+    result = functions.returns_a_set.enqueue()
+    work(result.id)
+    failed = functions.returns_a_set.get_result(result.id)
+    assert failed.status == TaskResultStatus.FAILED
+    assert failed.errors[0].exception_class_path == "builtins.TypeError"
+    assert "return value: a value of type set is not JSON" in failed.errors[0].traceback
+
+
+def test_the_id_held_answers_for_every_attempt_of_the_run() -> None:
+    result = functions.over_quota.enqueue("bob")
+    first = work(result.id, worker="w1@host")
+    retry = services.run_retry(run=first)  # an operator's retry: a new attempt, a new row
+    again = functions.over_quota.get_result(result.id)
+    assert again.status == TaskResultStatus.READY  # the latest attempt is not done yet
+    assert again.attempts == 1 and len(again.errors) == 1
+    work(str(retry.id), worker="w2@host")
+    final = functions.over_quota.get_result(result.id)
+    assert final.status == TaskResultStatus.FAILED
+    assert final.worker_ids == ["w1@host", "w2@host"] and final.attempts == 2
+    assert len(final.errors) == 2 and final.id == result.id
+
+
+def test_the_context_sees_the_attempt() -> None:
+    result = functions.which_attempt.enqueue()
+    work(result.id)
+    assert functions.which_attempt.get_result(result.id).return_value == 1
+
+
+def test_unknown_ids_and_runs_of_other_actions_are_not_results() -> None:
+    with pytest.raises(TaskResultDoesNotExist, match="is not a run id"):
+        functions.add.get_result("not-a-uuid")
+    with pytest.raises(TaskResultDoesNotExist, match="no run"):
+        functions.add.get_result("00000000-0000-0000-0000-000000000000")
+    task = services.task_create(id="plain-echo", action="echo", payload={"message": "hi"})
+    run = services.task_execute(task=task)
+    with pytest.raises(TaskResultDoesNotExist, match="runs action 'echo', not a @task"):
+        functions.add.get_result(str(run.id))
