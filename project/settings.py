@@ -435,6 +435,9 @@ TASKS_HTTP_MAX_REDIRECTS = int(os.environ.get("TASKS_HTTP_MAX_REDIRECTS", "5"))
 # expired sessions; `diffsettings` is deliberately absent (it prints SECRET_KEY and the
 # database password into the run's output).
 TASKS_COMMAND_ALLOWLIST = env_list("TASKS_COMMAND_ALLOWLIST", "check,clearsessions,showmigrations")
+# celery: your Celery tasks a task may call, as comma-separated shell-style name patterns
+# ("myapp.tasks.*,billing.tasks.send_invoice"). Empty = none.
+TASKS_CELERY_TASKS = env_list("TASKS_CELERY_TASKS", "")
 # exec: program names (looked up on TASKS_EXEC_PATH) or absolute paths. Empty = disabled.
 TASKS_EXEC_ALLOWLIST = env_list("TASKS_EXEC_ALLOWLIST", "")
 # The only environment variable a program gets (no secrets are passed on).

@@ -91,7 +91,8 @@ def _action_choices(user: Any = None) -> list[tuple[str, str]]:
 def action_schemas() -> dict[str, dict[str, Any]]:
     """What the payload form is built from: each action's description and payload schema."""
     return {
-        a.name: {"description": a.description, "schema": a.schema} for a in actions.all_actions()
+        a.name: {"description": a.description, "schema": a.schema_for_form()}
+        for a in actions.all_actions()
     }
 
 
