@@ -426,6 +426,10 @@ TASKS_RETENTION_SHARE = env_float("TASKS_RETENTION_SHARE", 0.2)
 # After a pass that found nothing more to delete, the pruning thread waits this long.
 TASKS_RETENTION_INTERVAL_SECONDS = env_float("TASKS_RETENTION_INTERVAL_SECONDS", 60.0)
 
+# The module whose SCHEDULES list declares tasks in code (tasks_app.schedules.Schedule);
+# `manage.py tasks sync` applies it, and the Procfile's release step runs that after migrate.
+TASKS_SCHEDULES_MODULE = os.environ.get("TASKS_SCHEDULES_MODULE", "project.schedules")
+
 # --- Actions (docs/actions.md) --------------------------------------------------------------
 # http: private, loopback, link-local, multicast, reserved and metadata addresses are refused
 # at connect time unless inside one of these CIDRs (e.g. "10.20.0.0/16,127.0.0.1/32").

@@ -154,7 +154,9 @@ class TaskForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        field = self.fields["action"]
+        field = self.fields.get("action")
+        if field is None:  # read-only: the task is declared in code
+            return
         assert isinstance(field, ActionField)
         current = self.instance.action if self.instance else ""
         offered = _action_choices(self.user)
@@ -210,7 +212,7 @@ def _run_now_state(run: Run) -> SafeString:
 class TaskAdmin(admin.ModelAdmin):
     form = TaskForm
     change_form_template = "admin/tasks_app/task/change_form.html"
-    list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell")
+    list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell", "owner")
     list_filter = ("state__status", "action", "schedule_type", "paused", "queue")
     search_fields = ("id", "name")
     readonly_fields = (
@@ -299,11 +301,35 @@ class TaskAdmin(admin.ModelAdmin):
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:  # a task being added has no state, runs or history yet
             return [f for f in fieldsets if f[0] not in ("State", "Last runs", "Audit trail")]
+        if obj.declared_in:
+            first = fieldsets[0]
+            return [
+                (first[0], {**first[1], "fields": ("declared", *first[1]["fields"])}),
+                *fieldsets[1:],
+            ]
         return fieldsets
 
     def get_readonly_fields(self, request: HttpRequest, obj: Task | None = None) -> Any:
         fields = super().get_readonly_fields(request, obj)
+        if obj is not None and obj.declared_in:  # its definition changes only in code
+            return (*fields, "id", "declared", *services.TASK_FIELDS)
         return (*fields, "id") if obj else fields
+
+    def has_delete_permission(self, request: HttpRequest, obj: Task | None = None) -> bool:
+        if obj is not None and obj.declared_in:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    @admin.display(description="defined in")
+    def owner(self, task: Task) -> str:
+        return f"code: {task.declared_in}" if task.declared_in else "admin, API, CLI"
+
+    @admin.display(description="declared in code")
+    def declared(self, task: Task) -> str:
+        return (
+            f"Declared in {task.declared_in}: change it there and run manage.py tasks sync. "
+            "Run now, pause, resume and backfill stay available here."
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
         return super().get_queryset(request).select_related("periodic_task", "state")
@@ -471,6 +497,13 @@ class TaskAdmin(admin.ModelAdmin):
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
         for task in queryset:
+            if task.declared_in:
+                self.message_user(
+                    request,
+                    f"{task.pk} is declared in {task.declared_in}: not deleted",
+                    level=messages.ERROR,
+                )
+                continue
             services.task_delete(task=task, by=_user(request))
 
     def render_change_form(
