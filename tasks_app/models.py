@@ -175,6 +175,7 @@ class Task(models.Model):
             ("use_action_command", "Can create, change and run tasks with the command action"),
             ("use_action_http", "Can create, change and run tasks with the http action"),
             ("use_action_email", "Can create, change and run tasks with the email action"),
+            ("use_action_celery", "Can create, change and run tasks with the celery action"),
         ]
 
     def __str__(self) -> str:

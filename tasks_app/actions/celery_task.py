@@ -107,6 +107,7 @@ def form_schema() -> dict[str, JSON]:
     schema=SCHEMA,
     description=f"Calls one of your Celery tasks inside the run ({SETTING}).",
     validate=check_payload,
+    permission="tasks_app.use_action_celery",
     form_schema=form_schema,
 )
 def run_celery_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:

@@ -198,16 +198,18 @@ def schedules_plan(module: str | None = None) -> Plan:
 def schedules_apply(plan: Plan) -> None:
     """Write ``plan`` in one transaction (nothing is written if any write fails)."""
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SYNC_LOCK_KEY])
         for change in plan.changes:
             _apply(change, module=plan.module)
 
 
 def schedules_sync(module: str | None = None) -> Plan:
-    """Plan and apply; the plan that was applied."""
-    plan = schedules_plan(module)
-    if not plan.empty:
+    """Plan and apply in one transaction, under a lock: a second sync at the same time
+    (two releases) waits, then plans against what the first one wrote. Returns the plan
+    that was applied."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SYNC_LOCK_KEY])
+        plan = schedules_plan(module)
         schedules_apply(plan)
     return plan
 

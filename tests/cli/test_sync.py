@@ -9,7 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from io import StringIO
 from pathlib import Path
 
@@ -46,7 +46,7 @@ Declare = Callable[..., str]
 
 
 @pytest.fixture
-def declare(tmp_path: Path, settings: object, monkeypatch: pytest.MonkeyPatch) -> Declare:
+def declare(tmp_path: Path, settings: object, monkeypatch: pytest.MonkeyPatch) -> Iterator[Declare]:
     """Write a schedules module holding ``definitions`` and point TASKS_SCHEDULES_MODULE at
     it (a new module name each time: no stale import)."""
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -64,7 +64,8 @@ def declare(tmp_path: Path, settings: object, monkeypatch: pytest.MonkeyPatch) -
         settings.TASKS_SCHEDULES_MODULE = name  # type: ignore[attr-defined]
         return name
 
-    return write
+    yield write
+    sys.modules.pop(name, None)
 
 
 def sync(*args: str) -> tuple[int, str, str]:

@@ -630,8 +630,9 @@ class Command(BaseCommand):
     def do_sync(self, o: dict[str, Any]) -> None:
         """Plan, then apply unless ``--plan``/``--check``. A refused set prints one line per
         problem on stderr, each naming the definition and its field, and changes nothing."""
+        dry = o["plan"] or o["check"]
         try:
-            plan = services.schedules_plan()
+            plan = services.schedules_plan() if dry else services.schedules_sync()
         except services.SchedulesError as exc:
             for line in exc.lines:
                 self.stderr.write(f"{exc.module}: {line}")
@@ -640,9 +641,7 @@ class Command(BaseCommand):
                 "nothing was changed",
                 returncode=1,
             ) from exc
-        applied = not (o["plan"] or o["check"]) and not plan.empty
-        if applied:
-            services.schedules_apply(plan)
+        applied = not dry and not plan.empty
         self.out(
             {**plan.as_dict(), "applied": applied},
             "\n".join([*plan.lines(), plan.summary(applied=applied)]),
