@@ -49,8 +49,7 @@ def measure_ours(n: int) -> dict[str, Any]:
     from celery import current_app
     from django.db.models import Max, Min
 
-    from project import queues
-    from tasks_app import services
+    from tasks_app import queues, services
     from tasks_app.models import Run, RunStatus
 
     _load_runs("exec", n, status="pending")

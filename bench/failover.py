@@ -9,10 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-
 from bench import common
 from bench.beat_throughput import duplicate_fires, fires_stats, setup_owned, start_drainer
+from tasks_app.conf import app_settings
 
 SIZES = {
     "full": {"schedules": 10_000, "every_s": 10, "before_kill_s": 40, "after_kill_s": 40},
@@ -51,14 +50,14 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
     window = (first_at, killed + size["after_kill_s"] - 6)
     stats = fires_stats(window, every, size["schedules"])
     dupes = duplicate_fires()
-    grace = settings.TASKS_MISFIRE_GRACE_SECONDS
+    grace = app_settings.MISFIRE_GRACE_SECONDS
     common.reset_tables()
     return {
         "scenario": "failover",
         "inputs": {
             **size,
             "misfire_grace_s": grace,
-            "horizon_s": settings.TASKS_RELEASE_HORIZON_SECONDS,
+            "horizon_s": app_settings.RELEASE_HORIZON_SECONDS,
         },
         "ours": {
             "takeover_s": round(took_over - killed, 2),

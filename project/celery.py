@@ -21,7 +21,7 @@ from celery import Celery
 from celery.app import utils as celery_app_utils
 from celery.signals import celeryd_after_setup
 
-from . import queues
+from tasks_app import queues
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
@@ -77,8 +77,8 @@ class DjangoCelerySettings(Mapping[str, Any]):
         return len(self._values)
 
 
-# project.queues: every queue the product declares gets the type of TASKS_QUEUE_TYPE.
-app = Celery("project", amqp="project.queues:AMQP")
+# tasks_app.queues: every queue the product declares gets the type of TASKS_QUEUE_TYPE.
+app = Celery("project", amqp="tasks_app.queues:AMQP")
 app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
 app.autodiscover_tasks()
 

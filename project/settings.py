@@ -21,6 +21,8 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from tasks_app.conf import environ_settings
+
 
 def env_bool(name: str, default: bool) -> bool:
     value = os.environ.get(name)
@@ -320,28 +322,16 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TASKS_DEFAULT_QUEUE", "celery")
-# The queues a task may name: the ones your workers consume (`celery worker -Q a,b`). A run
-# sent to a queue no worker reads would wait forever, so any other name is refused.
-TASKS_QUEUES = env_list("TASKS_QUEUES", CELERY_TASK_DEFAULT_QUEUE)
+# The app's own settings (TASKS_*: their types, defaults and meaning are in tasks_app/conf.py
+# and docs/operations.md), each from the environment variable of the same name when it is set.
+_app_env = environ_settings(os.environ)
+globals().update(_app_env)
 CELERY_TASK_QUEUE_MAX_PRIORITY: int | None = 10
 CELERY_TASK_DEFAULT_PRIORITY = 5
-# The type of every queue the product declares (project/queues.py; docs/operations.md):
-# "classic", or "quorum" (RabbitMQ only) — replicated across the cluster's nodes, each
-# message delivered at most TASKS_QUEUE_DELIVERY_LIMIT times more (poison messages), no
-# x-max-priority, and ETA messages held by RabbitMQ (Celery's native delayed delivery, which
-# needs topic exchanges) instead of by the worker that took them.
-TASKS_QUEUE_TYPE = os.environ.get("TASKS_QUEUE_TYPE", "classic").strip().lower()
-_delivery_limit = os.environ.get("TASKS_QUEUE_DELIVERY_LIMIT", "20").strip()
-if not _delivery_limit.isdigit() or int(_delivery_limit) < 1:
-    raise ImproperlyConfigured(
-        f"TASKS_QUEUE_DELIVERY_LIMIT must be a whole number >= 1, not {_delivery_limit!r}"
-    )
-TASKS_QUEUE_DELIVERY_LIMIT = int(_delivery_limit)
-if TASKS_QUEUE_TYPE not in {"classic", "quorum"}:
-    raise ImproperlyConfigured(
-        f"TASKS_QUEUE_TYPE must be 'classic' or 'quorum', not {TASKS_QUEUE_TYPE!r}"
-    )
-if TASKS_QUEUE_TYPE == "quorum":
+# TASKS_QUEUE_TYPE=quorum (tasks_app/queues.py; docs/operations.md): no x-max-priority, and
+# ETA messages held by RabbitMQ (Celery's native delayed delivery, which needs topic
+# exchanges) instead of by the worker that took them.
+if _app_env.get("TASKS_QUEUE_TYPE") == "quorum":
     if POSTGRES_BROKER:
         raise ImproperlyConfigured(
             "TASKS_QUEUE_TYPE=quorum needs RabbitMQ (an amqp:// CELERY_BROKER_URL); the "
@@ -364,95 +354,6 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_BEAT_SCHEDULER = "tasks_app.beat.scheduler:TaskScheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = 5
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-
-# --- The task system ----------------------------------------------------------------------
-# A run due within this many seconds is published at commit with an ETA; later runs wait in
-# the database and beat releases them when they come this close.
-TASKS_RELEASE_HORIZON_SECONDS = env_float("TASKS_RELEASE_HORIZON_SECONDS", 5.0)
-# How often beat wakes up to fire schedules and release runs (and sweep, check alarms).
-TASKS_BEAT_TICK_SECONDS = env_float("TASKS_BEAT_TICK_SECONDS", 1.0)
-# Between those passes the leader releases due runs this often (smaller, evener batches).
-TASKS_RELEASE_INTERVAL_SECONDS = env_float("TASKS_RELEASE_INTERVAL_SECONDS", 0.2)
-# A schedule fire recorded later than this after its instant counts as missed (catch-up).
-TASKS_MISFIRE_GRACE_SECONDS = env_float("TASKS_MISFIRE_GRACE_SECONDS", 5.0)
-TASKS_MAX_DELAY_SECONDS = env_float("TASKS_MAX_DELAY_SECONDS", 365 * 24 * 3600)
-# run_at may lie this far in the past (clock skew between client and server).
-TASKS_RUN_AT_GRACE_SECONDS = env_float("TASKS_RUN_AT_GRACE_SECONDS", 5.0)
-TASKS_DEFAULT_TIMEOUT_SECONDS = int(os.environ.get("TASKS_DEFAULT_TIMEOUT_SECONDS", "3600"))
-TASKS_OUTPUT_LIMIT_BYTES = 64 * 1024
-# Missed-run alarms: optional webhook (POSTed through the http action) when one is raised.
-TASKS_ALARM_WEBHOOK_URL = os.environ.get("TASKS_ALARM_WEBHOOK_URL", "")
-TASKS_BACKFILL_MAX_RUNS = int(os.environ.get("TASKS_BACKFILL_MAX_RUNS", "1000"))
-TASKS_RELEASE_BATCH = int(os.environ.get("TASKS_RELEASE_BATCH", "1000"))
-# Beat replicas compete for this Postgres advisory lock; the holder fires and releases.
-TASKS_BEAT_LOCK_KEY = int(os.environ.get("TASKS_BEAT_LOCK_KEY", str(0x7461736B736274)))
-# How often the stock path (PeriodicTasks not owned by a task) reads django-celery-beat's
-# global "changed" row while no stock entry is due (it is read right before each stock send
-# too); owned schedules never depend on it.
-TASKS_BEAT_STOCK_CHECK_SECONDS = env_float("TASKS_BEAT_STOCK_CHECK_SECONDS", 10.0)
-# Log every beat tick that fired or released something (counts and duration) at INFO.
-TASKS_BEAT_LOG_TICKS = env_bool("TASKS_BEAT_LOG_TICKS", False)
-# Reliability (docs/reliability.md). A worker renews a running run's lease (heartbeat_at)
-# every TASKS_HEARTBEAT_SECONDS; beat's sweep treats a run whose lease is older than
-# TASKS_STALL_SECONDS (keep it several heartbeats long) as lost: an interruption.
-TASKS_HEARTBEAT_SECONDS = env_float("TASKS_HEARTBEAT_SECONDS", 10.0)
-TASKS_STALL_SECONDS = env_float("TASKS_STALL_SECONDS", 60.0)
-# A run queued this long past its due time while its queue holds no ready message lost its
-# message: it goes back to pending and is published again under the same id.
-TASKS_REQUEUE_AFTER_SECONDS = env_float("TASKS_REQUEUE_AFTER_SECONDS", 120.0)
-# How long a worker keeps retrying to record a finished run's outcome while the database is
-# unreachable (after that the lease expires and the sweep takes over).
-TASKS_DB_RETRY_SECONDS = env_float("TASKS_DB_RETRY_SECONDS", 30.0)
-# A run cut off by its worker's death runs again as a new attempt that does not count against
-# max_retries, at most this many times; the next interruption fails it (a poison pill that
-# kills every worker running it).
-TASKS_MAX_INTERRUPTIONS = int(os.environ.get("TASKS_MAX_INTERRUPTIONS", "3"))
-# On SIGTERM (a deploy) or Ctrl-C a worker stops taking runs and lets the running ones finish
-# for this long, then hands the rest back to the broker for another worker (an interruption,
-# not a failure). Keep it a few seconds under the platform's grace period before SIGKILL.
-TASKS_SHUTDOWN_GRACE_SECONDS = env_float("TASKS_SHUTDOWN_GRACE_SECONDS", 25.0)
-
-# Retention (docs/operations.md#retention). The leading beat deletes finished runs whose due
-# instant is older than this many days (failed and expired runs after
-# TASKS_FAILED_RUN_RETENTION_DAYS), in batches of TASKS_RETENTION_BATCH rows from a thread of
-# its own, so a tick is never held up; a task's keep_runs_days / keep_runs_count override it.
-# django-celery-results rows follow the same days. 0 keeps everything.
-TASKS_RUN_RETENTION_DAYS = env_float("TASKS_RUN_RETENTION_DAYS", 30.0)
-TASKS_FAILED_RUN_RETENTION_DAYS = env_float("TASKS_FAILED_RUN_RETENTION_DAYS", 90.0)
-TASKS_RETENTION_BATCH = int(os.environ.get("TASKS_RETENTION_BATCH", "1000"))
-# The share of wall time the pruning thread spends deleting: after each batch it sleeps so
-# long that deletion takes at most this share (runs keep their start times meanwhile).
-TASKS_RETENTION_SHARE = env_float("TASKS_RETENTION_SHARE", 0.2)
-# After a pass that found nothing more to delete, the pruning thread waits this long.
-TASKS_RETENTION_INTERVAL_SECONDS = env_float("TASKS_RETENTION_INTERVAL_SECONDS", 60.0)
-
-# The module whose SCHEDULES list declares tasks in code (tasks_app.schedules.Schedule);
-# `manage.py tasks sync` applies it, and the Procfile's release step runs that after migrate.
-TASKS_SCHEDULES_MODULE = os.environ.get("TASKS_SCHEDULES_MODULE", "project.schedules")
-
-# --- Actions (docs/actions.md) --------------------------------------------------------------
-# http: private, loopback, link-local, multicast, reserved and metadata addresses are refused
-# at connect time unless inside one of these CIDRs (e.g. "10.20.0.0/16,127.0.0.1/32").
-TASKS_HTTP_ALLOWED_NETWORKS = env_list("TASKS_HTTP_ALLOWED_NETWORKS", "")
-TASKS_HTTP_MAX_REDIRECTS = int(os.environ.get("TASKS_HTTP_MAX_REDIRECTS", "5"))
-# command: management commands a task may run. The default ones only read state or delete
-# expired sessions; `diffsettings` is deliberately absent (it prints SECRET_KEY and the
-# database password into the run's output).
-TASKS_COMMAND_ALLOWLIST = env_list("TASKS_COMMAND_ALLOWLIST", "check,clearsessions,showmigrations")
-# celery: your Celery tasks a task may call, as comma-separated shell-style name patterns
-# ("myapp.tasks.*,billing.tasks.send_invoice"). Empty = none.
-TASKS_CELERY_TASKS = env_list("TASKS_CELERY_TASKS", "")
-# exec: program names (looked up on TASKS_EXEC_PATH) or absolute paths. Empty = disabled.
-TASKS_EXEC_ALLOWLIST = env_list("TASKS_EXEC_ALLOWLIST", "")
-# The only environment variable a program gets (no secrets are passed on).
-TASKS_EXEC_PATH = os.environ.get("TASKS_EXEC_PATH", "/usr/local/bin:/usr/bin:/bin")
-# When the worker runs as root, programs run as this unprivileged user (its primary group,
-# no supplementary groups); "root" runs them as root, knowingly. Ignored for other workers.
-TASKS_EXEC_USER = os.environ.get("TASKS_EXEC_USER", "nobody")
-# Resource limits per program (0 = no limit; CPU 0 = the run's timeout).
-TASKS_EXEC_CPU_SECONDS = int(os.environ.get("TASKS_EXEC_CPU_SECONDS", "0"))
-TASKS_EXEC_MEMORY_BYTES = int(os.environ.get("TASKS_EXEC_MEMORY_BYTES", str(1024**3)))
-TASKS_EXEC_FILE_SIZE_BYTES = int(os.environ.get("TASKS_EXEC_FILE_SIZE_BYTES", str(64 * 1024**2)))
 
 # --- E-mail (the `email` action) ------------------------------------------------------------
 # Embedded mode prints messages to the console; a deployment sends through SMTP.
@@ -520,10 +421,6 @@ SPECTACULAR_SETTINGS = {
         "RecurringScheduleTypeEnum": "tasks_app.api.serializers.RECURRING_SCHEDULE_CHOICES",
     },
 }
-# /api/health calls a beat heartbeat older than this stale (beat ticks every second).
-TASKS_HEALTH_BEAT_MAX_AGE_SECONDS = env_float("TASKS_HEALTH_BEAT_MAX_AGE_SECONDS", 30.0)
-# How long /api/health waits for live workers to answer a ping.
-TASKS_HEALTH_WORKER_TIMEOUT_SECONDS = env_float("TASKS_HEALTH_WORKER_TIMEOUT_SECONDS", 1.0)
 
 # --- Logging ------------------------------------------------------------------------------
 # LOG_FORMAT=json: one JSON object per line, with run_id/task_id/attempt/lateness_ms on every
@@ -547,9 +444,3 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
-
-# --- Metrics (/metrics, tasks_app.observability.metrics) -------------------------------------------------
-# A scrape is allowed with "Authorization: Bearer <TASKS_METRICS_TOKEN>" (when set) or from an
-# address inside TASKS_METRICS_ALLOWED_NETWORKS (CIDRs; loopback by default).
-TASKS_METRICS_TOKEN = os.environ.get("TASKS_METRICS_TOKEN", "")
-TASKS_METRICS_ALLOWED_NETWORKS = env_list("TASKS_METRICS_ALLOWED_NETWORKS", "127.0.0.0/8,::1/128")

@@ -8,3 +8,7 @@ class TasksAppConfig(AppConfig):
 
     def ready(self) -> None:
         from . import actions  # noqa: F401  (registers the built-in actions)
+        from .conf import app_settings
+
+        # A bad TASKS_* value stops every process at start, naming the setting.
+        app_settings.check()

@@ -14,12 +14,11 @@ from typing import Any, cast
 from uuid import UUID
 
 from celery import current_app
-from django.conf import settings
 from kombu import Queue
 from kombu.exceptions import OperationalError
 
-from project import queues
-
+from . import queues
+from .conf import app_settings
 from .models import Run
 
 log = logging.getLogger(__name__)
@@ -89,7 +88,7 @@ def isolate_refused(runs: list[Run], *, now: datetime) -> tuple[list[UUID], dict
     Returns ``(failed, refused)``: the runs to hand back for a later release (the broker is
     unreachable: probing stops at the first connection error, so an outage costs one
     attempt, not one per run) and, per refused run, the broker's reason. A queue that
-    exists with other arguments than this deployment declares (``project.queues.explain``)
+    exists with other arguments than this deployment declares (``tasks_app.queues.explain``)
     is not the run's fault: its runs stay pending, as docs/operations.md says. A refusal
     closes the channel, so the next run gets a fresh connection.
     """
@@ -296,7 +295,7 @@ def message_options(run: Run, *, now: datetime) -> dict[str, object]:
     """The Celery message for ``run``: its id, ETA, queue, priority (the task's, or
     ``INTERRUPTED_RUN_PRIORITY`` once the run was interrupted) and time limits."""
     task = run.task
-    timeout = task.timeout_seconds or settings.TASKS_DEFAULT_TIMEOUT_SECONDS
+    timeout = task.timeout_seconds or app_settings.DEFAULT_TIMEOUT_SECONDS
     options: dict[str, object] = {
         "args": [str(run.id)],
         "task_id": str(run.id),

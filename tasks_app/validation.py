@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -19,6 +18,7 @@ from django.utils import timezone
 
 from . import actions
 from .choices import ScheduleType
+from .conf import app_settings
 from .timing import scheduling
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ queue_name_validator = RegexValidator(
 
 def configured_queues() -> list[str]:
     """The queues a task may name: ``TASKS_QUEUES`` (the queues the workers consume)."""
-    return list(settings.TASKS_QUEUES)
+    return list(app_settings.QUEUES)
 
 
 def check_queue(value: str) -> None:
@@ -188,7 +188,7 @@ def _human(seconds: float) -> str:
 
 
 def max_delay() -> timedelta:
-    return timedelta(seconds=settings.TASKS_MAX_DELAY_SECONDS)
+    return timedelta(seconds=app_settings.MAX_DELAY_SECONDS)
 
 
 def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timedelta:
@@ -201,11 +201,11 @@ def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timede
         raise ValidationError({field: ["must be a finite number of seconds"]})
     if value < 0:
         raise ValidationError({field: ["must not be negative"]})
-    if value > settings.TASKS_MAX_DELAY_SECONDS:
+    if value > app_settings.MAX_DELAY_SECONDS:
         raise ValidationError(
             {
                 field: [
-                    f"must be at most {_human(settings.TASKS_MAX_DELAY_SECONDS)} (TASKS_MAX_DELAY_SECONDS)"
+                    f"must be at most {_human(app_settings.MAX_DELAY_SECONDS)} (TASKS_MAX_DELAY_SECONDS)"
                 ]
             }
         )
@@ -216,7 +216,7 @@ def check_run_at(run_at: datetime, *, now: datetime, field: str = "run_at") -> d
     """``run_at`` must be aware, not in the past beyond a small grace, nor too far ahead."""
     if timezone.is_naive(run_at):
         raise ValidationError({field: ["must include a time-zone offset (e.g. 'Z' or '+02:00')"]})
-    grace = timedelta(seconds=settings.TASKS_RUN_AT_GRACE_SECONDS)
+    grace = timedelta(seconds=app_settings.RUN_AT_GRACE_SECONDS)
     if run_at < now - grace:
         raise ValidationError(
             {field: [f"is in the past ({run_at.isoformat()}); give a future instant"]}
@@ -225,7 +225,7 @@ def check_run_at(run_at: datetime, *, now: datetime, field: str = "run_at") -> d
         raise ValidationError(
             {
                 field: [
-                    f"is more than {_human(settings.TASKS_MAX_DELAY_SECONDS)} ahead (TASKS_MAX_DELAY_SECONDS)"
+                    f"is more than {_human(app_settings.MAX_DELAY_SECONDS)} ahead (TASKS_MAX_DELAY_SECONDS)"
                 ]
             }
         )
@@ -357,12 +357,12 @@ def validate_task(
         if not task.interval_seconds:
             errors["interval_seconds"] = ["is required for an 'interval' schedule (at least 1)"]
         elif (
-            settings.TASKS_MAX_DELAY_SECONDS
+            app_settings.MAX_DELAY_SECONDS
             < task.interval_seconds
             <= NUMERIC_BOUNDS["interval_seconds"].high  # above: the field's own validator
         ):
             errors["interval_seconds"] = [
-                f"must be at most {settings.TASKS_MAX_DELAY_SECONDS:g} s (TASKS_MAX_DELAY_SECONDS)"
+                f"must be at most {app_settings.MAX_DELAY_SECONDS:g} s (TASKS_MAX_DELAY_SECONDS)"
             ]
     elif kind == ScheduleType.CRON:
         if not task.cron:

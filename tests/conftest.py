@@ -66,7 +66,9 @@ def extra_queue(
 ) -> Iterator[str]:
     """A broker queue of this session that only the test's own worker consumes; deleted after.
     It is a configured queue (``TASKS_QUEUES``) for the test's own process."""
+    from tasks_app.conf import app_settings
+
     name = f"{_session_queue}-{request.node.name[:40]}"
-    settings.TASKS_QUEUES = [*settings.TASKS_QUEUES, name]
+    settings.TASKS_QUEUES = [*app_settings.QUEUES, name]
     yield name
     delete_queue(name)

@@ -116,12 +116,16 @@ class Proc:
         self.stop(signal.SIGKILL)
 
 
-def _spawn(name: str, args: list[str], log_dir: Path, env: dict[str, str]) -> Proc:
+def spawn(
+    name: str, args: list[str], log_dir: Path, env: dict[str, str], *, cwd: Path = ROOT
+) -> Proc:
+    """Start ``args`` in a session of its own (so :meth:`Proc.stop` reaches its children),
+    its output in a log file under ``log_dir``."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}-{time.time_ns()}.log"
     handle = log_path.open("wb")
     popen = subprocess.Popen(
-        args, cwd=ROOT, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        args, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
     )
     return Proc(name=name, popen=popen, log_path=log_path)
 
@@ -153,7 +157,7 @@ def start_worker(
         "-n",
         hostname or f"test-{time.time_ns()}@%h",
     ]
-    proc = _spawn("worker", args, log_dir, process_env(**env))
+    proc = spawn("worker", args, log_dir, process_env(**env))
     proc.wait_for_log("ready.")
     return proc
 
@@ -174,6 +178,6 @@ def start_beat(log_dir: Path, *, scheduler: str | None = None, **env: str) -> Pr
         str(log_dir / f"beat-{time.time_ns()}.pid"),
         *(["--scheduler", scheduler] if scheduler else []),
     ]
-    proc = _spawn("beat", args, log_dir, process_env(**env))
+    proc = spawn("beat", args, log_dir, process_env(**env))
     proc.wait_for_log("beat: Starting")
     return proc

@@ -25,8 +25,8 @@ from typing import Any
 
 from celery import current_app
 from celery.app.task import Task as CeleryTask
-from django.conf import settings
 
+from ..conf import app_settings
 from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 NEVER_ALLOWED = ("tasks_app.*", "celery.*")
@@ -58,7 +58,7 @@ def registered_tasks() -> dict[str, CeleryTask]:
 
 
 def patterns() -> list[str]:
-    return list(getattr(settings, SETTING))
+    return list(app_settings.CELERY_TASKS)
 
 
 def is_allowed(name: str) -> bool:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import io
 import shlex
 
-from django.conf import settings
 from django.core.management import call_command, get_commands
 from django.core.management.base import CommandError
 
+from ..conf import app_settings
 from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 SCHEMA: dict[str, JSON] = {
@@ -70,7 +70,7 @@ def arguments(payload: dict[str, JSON]) -> list[str]:
 
 
 def allow_list_error(name: str) -> str | None:
-    allowed = settings.TASKS_COMMAND_ALLOWLIST
+    allowed = app_settings.COMMAND_ALLOWLIST
     if name not in allowed:
         return (
             f"command {name!r} is not allowed; allowed commands: {', '.join(allowed) or 'none'} "
@@ -110,7 +110,7 @@ def run_command(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         args = arguments(payload)
     except ValueError as exc:
         raise ActionError(f"args: cannot be split into arguments: {exc}", retryable=False) from exc
-    out = CappedBuffer(settings.TASKS_OUTPUT_LIMIT_BYTES)
+    out = CappedBuffer(app_settings.OUTPUT_LIMIT_BYTES)
     try:
         call_command(name, *args, stdout=out, stderr=out)
     except (CommandError, SystemExit) as exc:

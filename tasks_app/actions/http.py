@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from ..conf import app_settings
 from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
@@ -111,7 +111,7 @@ def http_request(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         headers["Content-Type"] = "application/json"
     headers.update({str(k): str(v) for k, v in (payload.get("headers") or {}).items()})
     deadline = time.monotonic() + timeout
-    limit = settings.TASKS_OUTPUT_LIMIT_BYTES
+    limit = app_settings.OUTPUT_LIMIT_BYTES
 
     redirects = 0
     while True:
@@ -121,9 +121,9 @@ def http_request(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         location = response.headers.get("location")
         if response.status not in REDIRECT_STATUSES or not location:
             break
-        if redirects >= settings.TASKS_HTTP_MAX_REDIRECTS:
+        if redirects >= app_settings.HTTP_MAX_REDIRECTS:
             raise ActionError(
-                f"too many redirects (more than {settings.TASKS_HTTP_MAX_REDIRECTS}, "
+                f"too many redirects (more than {app_settings.HTTP_MAX_REDIRECTS}, "
                 f"TASKS_HTTP_MAX_REDIRECTS) starting at {payload['url']}",
                 retryable=False,
             )
@@ -238,7 +238,7 @@ def _parse_networks(spec: tuple[str, ...]) -> tuple[Network, ...]:
 
 
 def allowed_networks() -> tuple[Network, ...]:
-    return _parse_networks(tuple(settings.TASKS_HTTP_ALLOWED_NETWORKS))
+    return _parse_networks(tuple(app_settings.HTTP_ALLOWED_NETWORKS))
 
 
 def embedded_ipv4(address: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:

@@ -41,8 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.conf import settings
-
+from ..conf import app_settings
 from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 TIMEOUT_MARGIN_SECONDS = 0.5
@@ -73,7 +72,7 @@ DISABLED = (
 
 def program_error(program: str) -> str | None:
     """Why ``program`` (``argv[0]``) may not run, or ``None``."""
-    allowed = settings.TASKS_EXEC_ALLOWLIST
+    allowed = app_settings.EXEC_ALLOWLIST
     if not allowed:
         return DISABLED
     if program not in allowed:
@@ -91,11 +90,11 @@ def resolve(program: str) -> str:
     if os.path.isabs(program):
         path: str | None = program
     else:
-        path = shutil.which(program, path=settings.TASKS_EXEC_PATH)
+        path = shutil.which(program, path=app_settings.EXEC_PATH)
     if path is None or not os.access(path, os.X_OK) or os.path.isdir(path):
         raise ActionError(
             f"program {program!r} not found or not executable (TASKS_EXEC_PATH="
-            f"{settings.TASKS_EXEC_PATH})",
+            f"{app_settings.EXEC_PATH})",
             retryable=False,
         )
     return path
@@ -120,10 +119,10 @@ def run_program(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     if error:
         raise ActionError(error, retryable=False)
     executable = resolve(argv[0])
-    timeout = float(ctx.timeout_seconds or settings.TASKS_DEFAULT_TIMEOUT_SECONDS)
+    timeout = float(ctx.timeout_seconds or app_settings.DEFAULT_TIMEOUT_SECONDS)
     own_timeout = max(timeout - TIMEOUT_MARGIN_SECONDS, min(timeout, 1.0))
     finished = run_argv(
-        executable, argv, timeout=own_timeout, limit=settings.TASKS_OUTPUT_LIMIT_BYTES
+        executable, argv, timeout=own_timeout, limit=app_settings.OUTPUT_LIMIT_BYTES
     )
     text = finished.output.decode("utf-8", errors="replace")
     if finished.timed_out:
@@ -155,7 +154,7 @@ def exec_identity() -> Identity | None:
     then ``TASKS_EXEC_USER``. An unknown user fails the run rather than run it as root."""
     if os.geteuid() != 0:
         return None
-    name = settings.TASKS_EXEC_USER
+    name = app_settings.EXEC_USER
     try:
         entry = pwd.getpwnam(name)
     except KeyError:
@@ -178,7 +177,7 @@ class Finished:
 
 def clean_environment() -> dict[str, str]:
     """What the program sees of the environment: ``PATH`` only."""
-    return {"PATH": settings.TASKS_EXEC_PATH}
+    return {"PATH": app_settings.EXEC_PATH}
 
 
 def _limits(cpu_seconds: int, memory_bytes: int, file_bytes: int) -> None:
@@ -194,8 +193,8 @@ def _limits(cpu_seconds: int, memory_bytes: int, file_bytes: int) -> None:
 
 def run_argv(executable: str, argv: list[str], *, timeout: float, limit: int) -> Finished:
     """Run ``argv`` (``executable`` is the resolved ``argv[0]``) with the limits above."""
-    cpu = settings.TASKS_EXEC_CPU_SECONDS or math.ceil(timeout)
-    memory, files = settings.TASKS_EXEC_MEMORY_BYTES, settings.TASKS_EXEC_FILE_SIZE_BYTES
+    cpu = app_settings.EXEC_CPU_SECONDS or math.ceil(timeout)
+    memory, files = app_settings.EXEC_MEMORY_BYTES, app_settings.EXEC_FILE_SIZE_BYTES
     identity = exec_identity()
     kept = bytearray()
     total = 0

@@ -18,7 +18,6 @@ from typing import Any
 
 from cron_descriptor import get_description
 from django import forms
-from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -28,6 +27,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from .. import selectors, validation
+from ..conf import app_settings
 from ..models import RECURRING, RunStatus, ScheduleType, Task
 from ..timing import scheduling
 from . import overview
@@ -392,7 +392,7 @@ def overview_view(request: HttpRequest) -> HttpResponse:
         "lateness_chart": svg_lateness(data.lateness, minutes),
         "legend": status_legend(),
         "health_complete": cached is not None,
-        "worker_timeout": settings.TASKS_HEALTH_WORKER_TIMEOUT_SECONDS,
+        "worker_timeout": app_settings.HEALTH_WORKER_TIMEOUT_SECONDS,
         "now": timezone.now(),
     }
     return TemplateResponse(request, "tasks_app/overview.html", context)

@@ -44,7 +44,7 @@ class PermanentRedirect308(HttpResponsePermanentRedirect):
 def unmatched(request: HttpRequest, path: str) -> HttpResponse:
     """``/api/<path>`` that no route matched: redirect a trailing-slash variant, else 404."""
     if path.endswith("/"):
-        target = f"/api/{path.rstrip('/')}"
+        target = request.path.rstrip("/")  # under whatever prefix the project mounted the API
         try:
             match: Any = resolve(target)
         except Resolver404:
@@ -52,4 +52,4 @@ def unmatched(request: HttpRequest, path: str) -> HttpResponse:
         if match is not None and match.func is not unmatched:
             query = request.META.get("QUERY_STRING", "")
             return PermanentRedirect308(f"{target}?{query}" if query else target)
-    return JsonResponse(error_body(f"No API route at /api/{path}."), status=404)
+    return JsonResponse(error_body(f"No API route at {request.path}."), status=404)

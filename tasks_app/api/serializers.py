@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import models
 from django.utils import timezone
 from rest_framework import serializers
 
 from .. import actions, validation
+from ..conf import app_settings
 from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
 from ..representations import JSONObjectField, RunOutputSerializer
 from ..selectors import MAX_PREVIEW
@@ -37,7 +37,7 @@ class AwareDateTimeField(serializers.DateTimeField):
 
 def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
     """A number of seconds in ``[0, TASKS_MAX_DELAY_SECONDS]`` (bounds shown in the schema too)."""
-    limit = settings.TASKS_MAX_DELAY_SECONDS
+    limit = app_settings.MAX_DELAY_SECONDS
     return serializers.FloatField(
         min_value=0,
         max_value=limit,
@@ -106,9 +106,7 @@ TASK_FIELD_KWARGS: dict[str, dict[str, Any]] = {
     "queue": {"validators": [validation.check_queue]},
     "interval_seconds": {
         "max_value": int(
-            min(
-                settings.TASKS_MAX_DELAY_SECONDS, validation.NUMERIC_BOUNDS["interval_seconds"].high
-            )
+            min(app_settings.MAX_DELAY_SECONDS, validation.NUMERIC_BOUNDS["interval_seconds"].high)
         )
     },
 }
@@ -187,7 +185,7 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     expires_at = AwareDateTimeField(required=False)
     schedule_type = serializers.ChoiceField(choices=RECURRING_SCHEDULE_CHOICES, required=False)
     interval_seconds = serializers.IntegerField(
-        required=False, min_value=1, max_value=int(settings.TASKS_MAX_DELAY_SECONDS)
+        required=False, min_value=1, max_value=int(app_settings.MAX_DELAY_SECONDS)
     )
     cron = serializers.CharField(required=False, max_length=200)
     timezone = serializers.CharField(required=False, max_length=64)

@@ -1,14 +1,19 @@
-"""``/api/...`` routes (DESIGN.md §5). No trailing slashes: ``/api/tasks/`` redirects (308)
+"""``/api/...`` routes. No trailing slashes: ``/api/tasks/`` redirects (308)
 to ``/api/tasks``, and an unknown path answers a JSON 404 (``navigation.unmatched``)."""
 
 from __future__ import annotations
 
 from django.urls import URLPattern, path, re_path
 from drf_spectacular.views import SpectacularAPIView
+from rest_framework.permissions import IsAuthenticated
 
 from . import views
 from .navigation import DocsView, unmatched
 from .schema import LinkedSchemaGenerator
+
+# The schema and its docs page need a signed-in user in any project (drf-spectacular serves
+# them to anyone unless SPECTACULAR_SETTINGS says otherwise).
+SIGNED_IN = [IsAuthenticated]
 
 urlpatterns: list[URLPattern] = [
     path("health", views.HealthView.as_view(), name="api-health"),
@@ -33,10 +38,16 @@ urlpatterns: list[URLPattern] = [
     path("runs/<str:run_id>/retry", views.RunRetryView.as_view(), name="api-run-retry"),
     path(
         "schema",
-        SpectacularAPIView.as_view(generator_class=LinkedSchemaGenerator),
+        SpectacularAPIView.as_view(
+            generator_class=LinkedSchemaGenerator, permission_classes=SIGNED_IN
+        ),
         name="api-schema",
     ),
-    path("docs", DocsView.as_view(url_name="api-schema"), name="api-docs"),
+    path(
+        "docs",
+        DocsView.as_view(url_name="api-schema", permission_classes=SIGNED_IN),
+        name="api-docs",
+    ),
     # Last: trailing-slash variants redirect, anything else is a JSON 404.
     re_path(r"^(?P<path>.*)$", unmatched, name="api-unmatched"),
 ]

@@ -23,6 +23,7 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -32,8 +33,10 @@ from ..models import Run, Task, Trigger
 from ..observability import health
 from ..representations import RunOutputSerializer, TaskCreatedSerializer, TaskOutputSerializer
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
-from .errors import ErrorSerializer
+from .errors import ErrorSerializer, exception_handler
 from .pagination import Pagination, RunCursorPagination
+from .parsers import LimitedJSONParser
+from .permissions import ModelPermissions
 from .serializers import (
     ActionSerializer,
     BackfillResultSerializer,
@@ -50,7 +53,7 @@ from .serializers import (
     TaskFilterSerializer,
     action_data,
 )
-from .throttling import AnonThrottle
+from .throttling import AnonThrottle, UserThrottle
 
 ERROR_TEXT = {
     400: "Invalid input: a body field, a query parameter or a path parameter "
@@ -93,10 +96,22 @@ RUN_ID = OpenApiParameter(
 
 
 class ApiView(APIView):
+    """Base of the API's views. Permissions, parsing, rendering and the error shape are the
+    app's own, not left to the project's ``REST_FRAMEWORK`` defaults (whose permission is
+    ``AllowAny``): installed in any project, the API refuses a user without the model
+    permission. Authentication (session, token) and the throttle rates stay the project's."""
+
+    permission_classes = [ModelPermissions]
+    parser_classes = [LimitedJSONParser]
+    renderer_classes = [JSONRenderer]
+    throttle_classes = [UserThrottle, AnonThrottle]
     # Lists are paginated; naming the class here also makes the schema show the envelope.
     pagination_class: type[BasePagination] = Pagination
     perm_model: type[Task] | type[Run] | None = None
     required_perms: dict[str, list[str]] = {}
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)

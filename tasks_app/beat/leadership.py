@@ -21,8 +21,9 @@ import os
 import time
 from typing import Any, Protocol
 
-from django.conf import settings
 from django.db import connection
+
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,7 @@ class AdvisoryLockLeadership:
 def leadership_for_database(*, name: str = "") -> Leadership:
     """The advisory-lock leadership on the default database (``TASKS_BEAT_LOCK_KEY``)."""
     return AdvisoryLockLeadership(
-        key=settings.TASKS_BEAT_LOCK_KEY,
+        key=app_settings.BEAT_LOCK_KEY,
         connect_params=connection.get_connection_params(),
         name=name,
     )

@@ -17,10 +17,10 @@ import logging
 import threading
 import time
 
-from django.conf import settings
 from django.db import connection
 
 from .. import services
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class PruneThread:
 
     def keep_pruning(self) -> None:
         """Called by the leader every pass: (re)start the thread and extend its mandate."""
-        self._lead_until = time.monotonic() + 3 * settings.TASKS_BEAT_TICK_SECONDS
+        self._lead_until = time.monotonic() + 3 * app_settings.BEAT_TICK_SECONDS
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="retention", daemon=True)
             self._thread.start()
@@ -42,7 +42,7 @@ class PruneThread:
         return time.monotonic() < self._lead_until
 
     def _pause(self, took: float) -> None:
-        share = min(max(settings.TASKS_RETENTION_SHARE, 0.01), 1.0)
+        share = min(max(app_settings.RETENTION_SHARE, 0.01), 1.0)
         self._wake.wait(took * (1 - share) / share)
 
     def _run(self) -> None:
@@ -58,9 +58,9 @@ class PruneThread:
                     report = None
                 if report is not None and not report.complete:
                     continue  # stopped by lost leadership: the loop condition ends it
-                deadline = time.monotonic() + settings.TASKS_RETENTION_INTERVAL_SECONDS
+                deadline = time.monotonic() + app_settings.RETENTION_INTERVAL_SECONDS
                 while self._leading() and time.monotonic() < deadline:
-                    self._wake.wait(min(1.0, settings.TASKS_BEAT_TICK_SECONDS))
+                    self._wake.wait(min(1.0, app_settings.BEAT_TICK_SECONDS))
         finally:
             connection.close()
 

@@ -35,12 +35,12 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
-from django.conf import settings
 from django.db import close_old_connections
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from .. import services
+from ..conf import app_settings
 from ..observability import health, metrics
 from ..worker import recovery
 from . import leadership, retention
@@ -90,7 +90,7 @@ class TaskScheduler(DatabaseScheduler):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.leadership = leadership.CachedLeadership(
             leadership.leadership_for_database(name=f"{socket.gethostname()} pid {os.getpid()}"),
-            interval=settings.TASKS_BEAT_TICK_SECONDS,
+            interval=app_settings.BEAT_TICK_SECONDS,
         )
         self._was_leader = False
         self._next_pass = 0.0
@@ -110,7 +110,7 @@ class TaskScheduler(DatabaseScheduler):
         now = time.monotonic()
         if now < self._next_change_check and not self._stock_entry_due():
             return False
-        self._next_change_check = now + settings.TASKS_BEAT_STOCK_CHECK_SECONDS
+        self._next_change_check = now + app_settings.BEAT_STOCK_CHECK_SECONDS
         return bool(super().schedule_changed())
 
     def _stock_entry_due(self) -> bool:
@@ -123,7 +123,7 @@ class TaskScheduler(DatabaseScheduler):
         return bool(when <= self._when(entry, 0))
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
-        tick_seconds = settings.TASKS_BEAT_TICK_SECONDS
+        tick_seconds = app_settings.BEAT_TICK_SECONDS
         close_old_connections()
         now = timezone.now()
         if not self.leadership.is_leader():
@@ -139,11 +139,11 @@ class TaskScheduler(DatabaseScheduler):
         with stop_deferred():
             if clock >= self._next_pass:
                 self._next_pass = clock + tick_seconds
-                self._next_release = clock + settings.TASKS_RELEASE_INTERVAL_SECONDS
+                self._next_release = clock + app_settings.RELEASE_INTERVAL_SECONDS
                 health.record_beat_tick(now)
                 self.leader_pass(now)
             elif clock >= self._next_release:
-                self._next_release = clock + settings.TASKS_RELEASE_INTERVAL_SECONDS
+                self._next_release = clock + app_settings.RELEASE_INTERVAL_SECONDS
                 self.release_pass(now)
         stock_wait = super().tick(*args, **kwargs)
         wake = min(self._next_pass, self._next_release)
@@ -167,7 +167,7 @@ class TaskScheduler(DatabaseScheduler):
         metrics.beat_tick_record(duration_seconds=time.perf_counter() - started)
         if fired or released:
             log.log(
-                logging.INFO if settings.TASKS_BEAT_LOG_TICKS else logging.DEBUG,
+                logging.INFO if app_settings.BEAT_LOG_TICKS else logging.DEBUG,
                 "beat tick: fired=%d released=%d tick_ms=%.1f",
                 len(fired),
                 released,

@@ -24,12 +24,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from celery import current_app
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 
@@ -147,11 +150,10 @@ def check_database() -> Check:
 
 
 def _broker_connection() -> Any:
-    from project.celery import app
-
+    # The project's Celery app (Celery makes the app a project creates the current one).
     # Read the URL from settings at call time (not the app's import-time copy), so a
     # deployment or a test that changes CELERY_BROKER_URL is what gets checked.
-    return app.connection_for_write(
+    return current_app.connection_for_write(
         url=settings.CELERY_BROKER_URL, connect_timeout=BROKER_TIMEOUT_SECONDS
     )
 
@@ -192,7 +194,7 @@ def check_beat(now: datetime | None = None) -> Check:
                 "age_seconds": None,
             }
         age = round(((now or timezone.now()) - last).total_seconds(), 3)
-        limit = settings.TASKS_HEALTH_BEAT_MAX_AGE_SECONDS
+        limit = app_settings.HEALTH_BEAT_MAX_AGE_SECONDS
         info: dict[str, Any] = {"last_tick": last.isoformat(), "age_seconds": age}
         if age > limit:
             info.update(ok=False, error=f"last beat tick {age:.0f} s ago (limit {limit:g} s)")
@@ -210,11 +212,9 @@ def check_workers() -> Check:
                 if not count:
                     return {"ok": False, "error": "no worker heartbeat is recent", "count": 0}
                 return {"count": count}
-            from project.celery import app
-
             replies = (
-                app.control.ping(
-                    timeout=settings.TASKS_HEALTH_WORKER_TIMEOUT_SECONDS, connection=conn
+                current_app.control.ping(
+                    timeout=app_settings.HEALTH_WORKER_TIMEOUT_SECONDS, connection=conn
                 )
                 or []
             )

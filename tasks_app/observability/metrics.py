@@ -48,6 +48,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .. import selectors, services
 from ..client_address import client_ip
+from ..conf import app_settings
 from ..models import Run, RunStatus, Task, TaskState
 from . import health
 
@@ -227,7 +228,7 @@ def metrics_text(*, broker: bool = True) -> bytes:
 
 
 def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    raw = settings.TASKS_METRICS_ALLOWED_NETWORKS
+    raw = app_settings.METRICS_ALLOWED_NETWORKS
     if isinstance(raw, str):
         raw = [part.strip() for part in raw.split(",") if part.strip()]
     return [ipaddress.ip_network(item, strict=False) for item in raw]
@@ -235,7 +236,7 @@ def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
 
 def metrics_allowed(request: HttpRequest) -> tuple[bool, int]:
     """(allowed, status when refused): bearer token or an allowed source network."""
-    token = settings.TASKS_METRICS_TOKEN
+    token = app_settings.METRICS_TOKEN
     header = request.headers.get("Authorization", "")
     if token and header.startswith("Bearer "):
         return hmac.compare_digest(header[7:].strip().encode(), token.encode()), 401

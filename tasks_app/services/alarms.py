@@ -21,10 +21,10 @@ import logging
 import threading
 from datetime import datetime
 
-from django.conf import settings
 from django.db import transaction
 
 from .. import actions
+from ..conf import app_settings
 from ..models import RECURRING, Task
 from ..selectors import overdue_fire
 
@@ -80,7 +80,7 @@ def alarms_check(*, now: datetime) -> tuple[int, int]:
 
 
 def _notify(task_id: str, note: str, now: datetime) -> None:
-    url = settings.TASKS_ALARM_WEBHOOK_URL
+    url = app_settings.ALARM_WEBHOOK_URL
     if not url:
         return
 

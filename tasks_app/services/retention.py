@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
 from .. import store
+from ..conf import app_settings
 from ..models import FINAL_RUN_STATUSES, RunStatus, Task
 
 log = logging.getLogger(__name__)
@@ -74,8 +74,8 @@ def prune_plan(*, now: datetime) -> Iterator[tuple[str, str, dict[str, Any]]]:
     Global cutoffs by status first (every task without ``keep_runs_days``), then each task
     with a rule of its own, then stock results.
     """
-    keep = _cutoff(now, settings.TASKS_RUN_RETENTION_DAYS)
-    keep_failed = _cutoff(now, settings.TASKS_FAILED_RUN_RETENTION_DAYS)
+    keep = _cutoff(now, app_settings.RUN_RETENTION_DAYS)
+    keep_failed = _cutoff(now, app_settings.FAILED_RUN_RETENTION_DAYS)
     own_rules = list(
         Task.objects.filter(Q(keep_runs_days__isnull=False) | Q(keep_runs_count__isnull=False))
         .order_by("id")
@@ -131,7 +131,7 @@ def runs_prune(
     Idempotent and safe to run from several processes at once.
     """
     now = now or timezone.now()
-    batch = batch or settings.TASKS_RETENTION_BATCH
+    batch = batch or app_settings.RETENTION_BATCH
     report = PruneReport()
     started = time.perf_counter()
     for step, name, params in prune_plan(now=now):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from django.conf import settings
-
+from ..conf import app_settings
 from ..models import Task
 
 MAX_RETRY_DELAY_SECONDS = 3600
@@ -21,7 +20,7 @@ def retry_delay(task: Task, *, attempt: int) -> timedelta:
 
 def run_timeout_seconds(task: Task) -> int:
     """The task's time limit (the soft limit; the hard limit is a few seconds later)."""
-    return int(task.timeout_seconds or settings.TASKS_DEFAULT_TIMEOUT_SECONDS)
+    return int(task.timeout_seconds or app_settings.DEFAULT_TIMEOUT_SECONDS)
 
 
 def timed_out_error(task: Task, detail: str = "") -> str:

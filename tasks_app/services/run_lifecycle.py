@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
-from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from .. import actions, store
+from ..conf import app_settings
 from ..models import (
     EXPLICIT_TRIGGERS,
     OverlapPolicy,
@@ -285,7 +285,7 @@ def run_interrupt(*, run: Run, reason: str) -> Run:
     interruption fails it instead ("interrupted N times"): a run that kills every worker
     running it (a poison pill) stops. Conditional on ``running``, like :func:`run_fail`.
     """
-    count, limit = run.interruptions + 1, settings.TASKS_MAX_INTERRUPTIONS
+    count, limit = run.interruptions + 1, app_settings.MAX_INTERRUPTIONS
     if count > limit:
         error = f"interrupted {count} times (TASKS_MAX_INTERRUPTIONS is {limit}); last: {reason}"
         return _finish(run, error=error, executor=False, retry_after=None)
@@ -391,7 +391,7 @@ def cap_output(text: str) -> tuple[str, bool]:
     do; otherwise recording the outcome fails and the run stays ``running`` until the sweep.
     """
     text = text.replace("\x00", "\ufffd")
-    limit = settings.TASKS_OUTPUT_LIMIT_BYTES
+    limit = app_settings.OUTPUT_LIMIT_BYTES
     data = text.encode("utf-8", errors="replace")
     if len(data) <= limit:
         return text, False
@@ -427,7 +427,7 @@ def _persist(write: Callable[[], Run]) -> Run:
     """Run ``write`` (a conditional, idempotent outcome write), retrying for up to
     ``TASKS_DB_RETRY_SECONDS`` while the database is unreachable, so a database restart
     during a run delays its record instead of leaving it ``running``."""
-    deadline = time.monotonic() + settings.TASKS_DB_RETRY_SECONDS
+    deadline = time.monotonic() + app_settings.DB_RETRY_SECONDS
     while True:
         try:
             return write()

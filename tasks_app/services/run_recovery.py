@@ -9,10 +9,10 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from .. import dispatch
+from ..conf import app_settings
 from ..models import Run, RunStatus
 from .retry_policy import run_timeout_seconds, timed_out_error
 from .run_lifecycle import run_fail, run_interrupt, runs_expire
@@ -65,7 +65,7 @@ def run_fail_stalled(*, now: datetime, batch: int = 500) -> list[Run]:
     longer than its hard time limit plus the stall window fails (a pool that cannot enforce
     time limits).
     """
-    stall = timedelta(seconds=settings.TASKS_STALL_SECONDS)
+    stall = timedelta(seconds=app_settings.STALL_SECONDS)
     grace = timedelta(seconds=dispatch.HARD_LIMIT_GRACE_SECONDS)
     candidates = (
         Run.objects.select_related("task")
@@ -105,7 +105,7 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     the next release publishes them again under the same run id. Should the original
     message turn up after all, the claim lets only one of the two start the run.
     """
-    cutoff = now - timedelta(seconds=settings.TASKS_REQUEUE_AFTER_SECONDS)
+    cutoff = now - timedelta(seconds=app_settings.REQUEUE_AFTER_SECONDS)
     return Run.objects.filter(
         status=RunStatus.QUEUED,
         queued_at__lt=cutoff,

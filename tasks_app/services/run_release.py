@@ -20,17 +20,17 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from .. import dispatch, store
+from ..conf import app_settings
 from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, TaskStatus
 
 
 def horizon() -> timedelta:
-    return timedelta(seconds=settings.TASKS_RELEASE_HORIZON_SECONDS)
+    return timedelta(seconds=app_settings.RELEASE_HORIZON_SECONDS)
 
 
 def releasable() -> Q:
@@ -51,7 +51,7 @@ def release_due_runs(*, now: datetime | None = None, batch: int | None = None) -
     ``FOR UPDATE SKIP LOCKED`` and flipped to ``queued`` before the lock is released.
     """
     now = now or timezone.now()
-    limit = batch or settings.TASKS_RELEASE_BATCH
+    limit = batch or app_settings.RELEASE_BATCH
     total = 0
     while True:
         sent = _publish(Q(due_at__lte=now + horizon()), now=now, limit=limit)

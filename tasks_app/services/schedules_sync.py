@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .. import validation
+from ..conf import app_settings
 from ..models import Task
 from ..schedules import Schedule
 from .audit import audit, plain
@@ -129,7 +129,7 @@ def show(value: Any) -> str:
 
 
 def schedules_module() -> str:
-    return str(settings.TASKS_SCHEDULES_MODULE)
+    return app_settings.SCHEDULES_MODULE
 
 
 def schedules_load(module: str | None = None) -> tuple[str, list[Schedule]]:

@@ -7,12 +7,12 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from .. import validation
+from ..conf import app_settings
 from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskState, TaskStatus, Trigger
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of
@@ -201,7 +201,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: str = "") -
         validation.check_instant(value, field=name)
     if end <= start:
         raise ValidationError({"end": ["must be after start"]})
-    limit = settings.TASKS_BACKFILL_MAX_RUNS
+    limit = app_settings.BACKFILL_MAX_RUNS
     anchor = task.state.next_run_at or task.created_at
     schedule = schedule_of(task, anchor=anchor)
     assert schedule is not None

@@ -3,7 +3,7 @@
 No ORM and no clock reads: every function takes the instants it needs. This is the one
 place where cron parsing, time zones and daylight-saving transitions are decided.
 
-Time-zone rules (documented in the README):
+Time-zone rules (documented in docs/how-it-works.md):
 
 * Interval schedules are in absolute time: fires are ``anchor + k * interval`` in UTC and
   never move with DST.

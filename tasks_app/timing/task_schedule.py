@@ -10,9 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-
 from ..choices import ScheduleType
+from ..conf import app_settings
 from . import policies, scheduling
 
 if TYPE_CHECKING:
@@ -44,7 +43,7 @@ def policy_of(task: Task) -> policies.Policy:
     return policies.Policy(
         catchup=task.catchup,
         catchup_window=timedelta(seconds=task.catchup_window_seconds),
-        grace=timedelta(seconds=settings.TASKS_MISFIRE_GRACE_SECONDS),
+        grace=timedelta(seconds=app_settings.MISFIRE_GRACE_SECONDS),
         start_at=task.start_at,
         end_at=task.end_at,
         max_runs=task.max_runs,

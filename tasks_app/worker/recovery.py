@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from celery import current_app
-from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
+from ..conf import app_settings
 from ..models import Run, RunStatus
 from ..services.run_recovery import (
     run_expire_overdue,
@@ -80,7 +80,7 @@ class LeaseKeeper:
 
     def _loop(self) -> None:
         while True:
-            time.sleep(settings.TASKS_HEARTBEAT_SECONDS)
+            time.sleep(app_settings.HEARTBEAT_SECONDS)
             with self._lock:
                 ids = list(self._runs)
             if not ids:
@@ -126,10 +126,10 @@ def recover_runs(*, now: datetime | None = None) -> Recovered:
     """
     now = now or timezone.now()
     clock = time.monotonic()
-    if _Watch.since is None or clock - _Watch.last > 3 * settings.TASKS_BEAT_TICK_SECONDS + 1:
+    if _Watch.since is None or clock - _Watch.last > 3 * app_settings.BEAT_TICK_SECONDS + 1:
         _Watch.since = clock
     _Watch.last = clock
-    watched = clock - _Watch.since >= settings.TASKS_STALL_SECONDS
+    watched = clock - _Watch.since >= app_settings.STALL_SECONDS
     try:
         expired = run_expire_overdue(now=now)
         stalled = len(run_fail_stalled(now=now)) if watched else 0
@@ -145,7 +145,7 @@ def recover_runs(*, now: datetime | None = None) -> Recovered:
 
 
 def _requeue_lost(*, now: datetime) -> int:
-    cutoff = now - timedelta(seconds=settings.TASKS_REQUEUE_AFTER_SECONDS)
+    cutoff = now - timedelta(seconds=app_settings.REQUEUE_AFTER_SECONDS)
     queues = set(
         Run.objects.filter(status=RunStatus.QUEUED, queued_at__lt=cutoff, due_at__lt=cutoff)
         .values_list("task__queue", flat=True)

@@ -30,7 +30,8 @@ from typing import Any
 from billiard.process import current_process
 from celery.signals import worker_init, worker_process_init, worker_shutting_down
 from celery.worker import state
-from django.conf import settings
+
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 _state: dict[str, Any] = {"worker": None, "timer": None}
@@ -56,7 +57,7 @@ def start_grace_period(**_: Any) -> None:
     back (runs inside a Celery signal handler, in the main process)."""
     if _state["timer"] is not None:
         return
-    grace = settings.TASKS_SHUTDOWN_GRACE_SECONDS
+    grace = app_settings.SHUTDOWN_GRACE_SECONDS
     running = len(state.active_requests)
     if running:
         log.warning("worker shutting down: %d running runs have %g s to finish", running, grace)
@@ -84,12 +85,12 @@ def hand_back_running_runs() -> None:
     if pids is None:  # solo/threads pool: the runs execute in this process
         log.warning(
             "shutdown grace of %g s over; exiting with runs still running (handed back)",
-            settings.TASKS_SHUTDOWN_GRACE_SECONDS,
+            app_settings.SHUTDOWN_GRACE_SECONDS,
         )
         os._exit(1)
     log.warning(
         "shutdown grace of %g s over; handing back the runs still running (pool processes %s)",
-        settings.TASKS_SHUTDOWN_GRACE_SECONDS,
+        app_settings.SHUTDOWN_GRACE_SECONDS,
         ", ".join(map(str, pids)) or "none left",
     )
     for pid in pids:

@@ -17,6 +17,7 @@ from django.core.exceptions import ValidationError
 
 from tasks_app import actions, hardening, services
 from tasks_app.actions.program import run_program
+from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus
 from tests.actions.conftest import WORKER_EXEC_ALLOWLIST
 from tests.actions.helpers import context, finished
@@ -84,9 +85,9 @@ def test_the_shipped_default_allow_list_is_empty(tmp_path: Path) -> None:
     """A fresh embedded install (no environment at all) refuses exec at save time."""
     code = (
         "import django; django.setup()\n"
-        "from django.conf import settings\n"
         "from tasks_app import actions\n"
-        "print(repr(settings.TASKS_EXEC_ALLOWLIST))\n"
+        "from tasks_app.conf import app_settings\n"
+        "print(repr(app_settings.EXEC_ALLOWLIST))\n"
         "try:\n"
         "    actions.get('exec').validate({'argv': ['echo', 'hi']})\n"
         "except actions.PayloadError as exc:\n"
@@ -170,7 +171,7 @@ def test_environment_is_path_only(settings: object, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("STRIPE_SECRET_KEY", "sk_live_do_not_leak")
     outcome = run_program({"argv": ["env"]}, context())
     assert isinstance(outcome, actions.Outcome)
-    assert outcome.output == f"PATH={settings.TASKS_EXEC_PATH}\n"  # type: ignore[attr-defined]
+    assert outcome.output == f"PATH={app_settings.EXEC_PATH}\n"
 
 
 def test_resource_limits_apply(settings: object) -> None:

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django_celery_results.models import TaskResult
 
 from tasks_app import services
+from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus, Trigger
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_search_by_task_id_full_run_id_and_short_run_id(operator) -> None:
 
 
 def test_filters_by_status_action_trigger_and_queue(operator, settings) -> None:
-    settings.TASKS_QUEUES = [*settings.TASKS_QUEUES, "slow"]
+    settings.TASKS_QUEUES = [*app_settings.QUEUES, "slow"]
     echo = services.task_create(id="echoer", action="echo", payload={"message": "x"}, queue="slow")
     noop = services.task_create(id="nooper", action="noop")
     failed = finished(services.task_execute(task=echo, trigger=Trigger.ADMIN), RunStatus.FAILED)

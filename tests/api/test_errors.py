@@ -10,6 +10,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app import services
+from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus, Task, TaskAuditEntry
 
 pytestmark = pytest.mark.django_db
@@ -68,7 +69,7 @@ CREATE_CASES = {
         "must not be negative",
     ),
     "delay beyond the maximum": (
-        {"id": "t", "action": "noop", "delay_seconds": settings.TASKS_MAX_DELAY_SECONDS + 1},
+        {"id": "t", "action": "noop", "delay_seconds": app_settings.MAX_DELAY_SECONDS + 1},
         "delay_seconds",
         "at most",
     ),
@@ -243,7 +244,7 @@ def test_retrying_a_completed_run_is_409(api: APIClient) -> None:
 SCHEDULE_CASES = {
     "negative delay": ({"delay_seconds": -1}, "delay_seconds"),
     "delay beyond the maximum": (
-        {"delay_seconds": settings.TASKS_MAX_DELAY_SECONDS * 2},
+        {"delay_seconds": app_settings.MAX_DELAY_SECONDS * 2},
         "delay_seconds",
     ),
     "run_at in the past": ({"run_at": "PAST"}, "run_at"),

@@ -7,16 +7,16 @@ from datetime import datetime, timedelta
 
 import pytest
 from celery import Celery
-from django.conf import settings
 from django.utils import timezone
 
 from project.celery import app as project_app
 from tasks_app import services
+from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus
 from tests.processes import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-HORIZON = settings.TASKS_RELEASE_HORIZON_SECONDS
+HORIZON = app_settings.RELEASE_HORIZON_SECONDS
 
 
 def held_etas() -> dict[str, str]:

@@ -9,8 +9,10 @@ one place that gives them their arguments:
 - ``quorum``: ``x-queue-type: quorum`` (replicated by Raft across the cluster's nodes: a lost
   node loses no queued message) with ``x-delivery-limit``, on topic exchanges so Celery's
   native delayed delivery keeps an ETA message in RabbitMQ (``celery_delayed_*``) until its
-  last second; no ``x-max-priority`` (refused on quorum queues). ``project/settings.py``
-  sets the Celery options that go with it; docs/operations.md says what changes.
+  last second; no ``x-max-priority`` (refused on quorum queues). The project's settings
+  set the Celery options that go with it; docs/operations.md says what changes.
+
+A project's Celery app takes this table with ``Celery(..., amqp="tasks_app.queues:AMQP")``.
 
 A queue cannot change type or arguments in place: RabbitMQ answers ``PRECONDITION_FAILED``
 (``inequivalent arg ...``) to a declaration that differs from the existing queue.
@@ -29,12 +31,13 @@ from typing import Any
 
 from amqp.exceptions import PreconditionFailed
 from celery.app import amqp as celery_amqp
-from django.conf import settings
 from kombu import Exchange, Queue
 from kombu.transport.native_delayed_delivery import (
     bind_queue_to_native_delayed_delivery_exchange,
     declare_native_delayed_delivery_exchanges_and_queues,
 )
+
+from .conf import app_settings
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,7 @@ NATIVE_DELAY_MIN_SECONDS = 1.0
 
 def quorum_arguments() -> dict[str, Any]:
     """Arguments of every product queue under ``TASKS_QUEUE_TYPE=quorum``."""
-    return {"x-queue-type": "quorum", "x-delivery-limit": settings.TASKS_QUEUE_DELIVERY_LIMIT}
+    return {"x-queue-type": "quorum", "x-delivery-limit": app_settings.QUEUE_DELIVERY_LIMIT}
 
 
 class Queues(celery_amqp.Queues):  # type: ignore[misc]
@@ -72,7 +75,7 @@ def explain(exc: BaseException, queue: str | None = None) -> str | None:
     which = f"queue {queue!r} (or its exchange)" if queue else "a queue or exchange"
     return (
         f"{which} exists on the broker with other arguments than "
-        f"TASKS_QUEUE_TYPE={settings.TASKS_QUEUE_TYPE} declares ({exc.reply_text}); "
+        f"TASKS_QUEUE_TYPE={app_settings.QUEUE_TYPE} declares ({exc.reply_text}); "
         f"a queue cannot change type in place: drain and delete it, or use a new vhost "
         f"({MIGRATION_DOC})"
     )
@@ -91,7 +94,7 @@ def check(app: Any, names: Iterable[str]) -> None:
 
 
 def quorum() -> bool:
-    return bool(settings.TASKS_QUEUE_TYPE == "quorum")
+    return bool(app_settings.QUEUE_TYPE == "quorum")
 
 
 def natively_delayed(delay: float) -> bool:

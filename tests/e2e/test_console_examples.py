@@ -1,0 +1,342 @@
+"""Every console example in the README and docs runs as written, on a ``make run`` stack.
+
+The examples are the fenced blocks tagged ``console``, ``sh``, ``bash`` or ``shell`` in
+``README.md``, ``CHANGELOG.md`` and ``docs/*.md``. The test starts ``make run`` with nothing
+in its environment but ``PATH``, ``HOME``, ``PORT`` and ``TASKS_VAR_DIR`` (as
+``tests/e2e/test_make_run.py`` does) and runs each example as a reader would, in a shell whose
+``PATH`` starts with the virtualenv (what ``source .venv/bin/activate`` does), from a
+directory that holds the project's ``manage.py`` and ``.venv`` (links to them: files an
+example writes stay out of the repository):
+
+- a ``console`` block: each ``$ `` line is a command, run on its own; it must exit 0, and the
+  lines the block shows under it must appear in what it printed, in that order (``…`` stands
+  for any text, runs of spaces for any spacing);
+- an ``sh`` / ``bash`` / ``shell`` block: the whole block is one script, run with
+  ``set -euo pipefail``; it must exit 0. ``curl`` fails on an HTTP error status there
+  (``--fail-with-body``), so an example that answers 400 fails the test.
+
+Each example starts from a stack without tasks (the ones the previous example made are
+deleted through the CLI). A block that cannot run here says so on the line above it, in an
+HTML comment the reader does not see: ``<!-- not run: REASON -->``. The test accepts three
+reasons, each checked against the block: ``needs PROGRAM`` (the block calls ``PROGRAM``, a
+program that is not part of the project), ``interactive`` (it asks for a password) and
+``long-running`` (it is ``make run``, ``make test`` or ``make bench``, which run for minutes
+or until stopped; ``make run`` has its own test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.processes import ROOT, wait_until
+
+pytestmark = pytest.mark.e2e
+
+PASSWORD = "console-examples-password-42"
+SHELLS = {"console", "sh", "bash", "shell"}
+FENCE = re.compile(r"^```(\S*)\s*$")
+NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->\s*$")
+INTERACTIVE = ("changepassword", "createsuperuser")
+LONG_RUNNING = re.compile(r"^(\w+=\S+\s+)*make (run|test|bench)\b")
+# A block without a language whose first line looks like a command: an example the test
+# would not see.
+COMMAND_LIKE = re.compile(r"^(\$ |(\w+=\S+ )*(make|python|curl|docker|celery|pip)\b)")
+UNTAGGED: list[str] = []
+PREAMBLE = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; }\n'
+
+
+@dataclass
+class Example:
+    """One fenced shell block of a markdown file."""
+
+    path: Path
+    line: int
+    language: str
+    text: str
+    not_run: str | None = None
+    #: ``console`` blocks: each command with the output lines shown under it.
+    steps: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+    def commands(self) -> list[str]:
+        """The commands of the block: ``$ `` lines of a console block; otherwise every line
+        that is not a comment, continuation lines joined."""
+        if self.language == "console":
+            return [command for command, _ in self.steps]
+        joined = re.sub(r"\\\n\s*", " ", self.text)
+        return [
+            line.strip()
+            for line in joined.splitlines()
+            if line.strip() and not line.strip().startswith("#")
+        ]
+
+
+def markdown_files() -> list[Path]:
+    files = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [path for path in files if path.exists()]
+
+
+def parse(path: Path) -> list[Example]:
+    examples: list[Example] = []
+    lines = path.read_text().splitlines()
+    index = 0
+    while index < len(lines):
+        match = FENCE.match(lines[index])
+        if not match:
+            index += 1
+            continue
+        start = index
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("```"))
+        index = end + 1
+        language = match.group(1).lower()
+        if language not in SHELLS:
+            body = lines[start + 1 : end]
+            if not language and body and COMMAND_LIKE.match(body[0]):
+                UNTAGGED.append(f"{path.relative_to(ROOT)}:{start + 1}")
+            continue
+        previous = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
+        marker = NOT_RUN.match(previous)
+        example = Example(
+            path=path,
+            line=start + 1,
+            language=language,
+            text="\n".join(lines[start + 1 : end]) + "\n",
+            not_run=marker.group(1) if marker else None,
+        )
+        if language == "console":
+            for body_line in lines[start + 1 : end]:
+                if body_line.startswith("$ "):
+                    example.steps.append((body_line[2:], []))
+                elif example.steps:
+                    example.steps[-1][1].append(body_line)
+        examples.append(example)
+    return examples
+
+
+EXAMPLES = [example for path in markdown_files() for example in parse(path)]
+RUNNABLE = [example for example in EXAMPLES if example.not_run is None]
+
+
+def reason_holds(example: Example) -> str | None:
+    """Why the block's ``not run`` reason is wrong, or None when it holds."""
+    reason = example.not_run or ""
+    commands = example.commands()
+    words = [shlex.split(command)[0] for command in commands if shlex.split(command)]
+    if reason.startswith("needs "):
+        program = reason.removeprefix("needs ").split()[0]
+        if program not in words:
+            return f"no command of the block runs {program!r}"
+        if (ROOT / ".venv" / "bin" / program).exists() or program in {"python", "make"}:
+            return f"{program!r} is part of the project's toolchain: run the example"
+        return None
+    if reason == "interactive":
+        if not any(word in command for command in commands for word in INTERACTIVE):
+            return f"no command of the block is one that prompts ({', '.join(INTERACTIVE)})"
+        return None
+    if reason == "long-running":
+        if not all(LONG_RUNNING.match(command) for command in commands):
+            return "only make run / make test / make bench blocks are long-running"
+        return None
+    return "the reason must be 'needs PROGRAM', 'interactive' or 'long-running'"
+
+
+def test_the_docs_have_examples_and_every_one_not_run_says_why() -> None:
+    names = {example.path.name for example in RUNNABLE}
+    assert {"README.md", "api.md", "cli.md"} <= names, names
+    assert len(RUNNABLE) >= 5, [example.name for example in RUNNABLE]
+    wrong = {
+        example.name: why
+        for example in EXAMPLES
+        if example.not_run is not None and (why := reason_holds(example))
+    }
+    assert not wrong, wrong
+    empty = [
+        example.name for example in EXAMPLES if example.language == "console" and not example.steps
+    ]
+    assert not empty, f"console blocks without a '$ ' command: {empty}"
+    assert not UNTAGGED, f"command blocks without a console/sh tag: {UNTAGGED}"
+
+
+# Words of the team that builds the product, not of its users.
+INTERNAL = re.compile(
+    r"\b(issue ?#?\d+|must[- ]shows?|(first|second|third|fourth|fifth|sixth|seventh|eighth)"
+    r" session|this session|other sessions|helpers?\b)",
+    re.IGNORECASE,
+)
+
+
+def test_the_docs_speak_the_products_words() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {match.group(0)}"
+        for path in markdown_files()
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if (match := INTERNAL.search(line))
+    ]
+    assert not found, found
+
+
+def test_the_readme_is_short() -> None:
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 200
+
+
+DECIMAL = re.compile(r"\d+\\\.\d+")  # a decimal figure, once re.escape'd
+
+
+def word_pattern(word: str) -> str:
+    """A shown word as a pattern: ``…`` stands for any text, and a decimal figure for any
+    (a relative time such as ``in 1.5 min`` is ``in 1.4 min`` a few seconds later)."""
+    pieces = [DECIMAL.sub(r"\\d+\\.\\d+", re.escape(piece)) for piece in word.split("…")]
+    return ".*?".join(pieces)
+
+
+def output_matches(expected: list[str], printed: str) -> str | None:
+    """The first expected line not found (in order) in what was printed, or None."""
+    lines = printed.splitlines()
+    position = 0
+    for want in expected:
+        if not want.strip():
+            continue
+        pattern = re.compile(r"\s+".join(word_pattern(word) for word in want.split()))
+        found = next(
+            (i for i in range(position, len(lines)) if pattern.fullmatch(lines[i].strip())),
+            None,
+        )
+        if found is None:
+            return want
+        position = found + 1
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def up(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - local test server
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@dataclass
+class Stack:
+    """A running ``make run`` stack and the shell environment a reader's terminal has."""
+
+    env: dict[str, str]
+    workdir: Path
+
+    def sh(
+        self, script: str, *, merged: bool = False, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``script`` in bash; ``merged``: stderr into stdout, in the order written, as
+        a terminal shows them."""
+        return subprocess.run(  # noqa: S603 - the docs' own examples
+            ["bash", "-c", script],  # noqa: S607
+            cwd=self.workdir,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
+    def delete_all_tasks(self) -> None:
+        listed = self.sh("python manage.py tasks list --json")
+        assert listed.returncode == 0, listed.stderr
+        ids = [row["id"] for row in json.loads(listed.stdout or "[]")]
+        for task_id in ids:
+            deleted = self.sh(f"python manage.py tasks delete {shlex.quote(task_id)}")
+            assert deleted.returncode == 0, deleted.stderr
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tmp = tmp_path_factory.mktemp("console-examples")
+    port = free_port()
+    base_env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/root"),
+        "PORT": str(port),
+        "TASKS_VAR_DIR": str(tmp / "var"),
+        "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
+    }
+    log_path = tmp / "make-run.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            ["make", "run"],  # noqa: S607
+            cwd=ROOT,
+            env=base_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_until(
+            lambda: up(f"http://127.0.0.1:{port}/admin/login/") or proc.poll() is not None,
+            timeout=300,
+            interval=0.5,
+            message="make run to serve the admin",
+        )
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+        # A reader's terminal: the virtualenv first on PATH, in a directory with manage.py.
+        workdir = tmp / "work"
+        workdir.mkdir()
+        venv = ROOT / ".venv"
+        (workdir / "manage.py").symlink_to(ROOT / "manage.py")
+        (workdir / ".venv").symlink_to(venv)
+        env = {
+            "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+            "VIRTUAL_ENV": str(venv),
+            "HOME": base_env["HOME"],
+            "PORT": str(port),
+            "TASKS_VAR_DIR": base_env["TASKS_VAR_DIR"],
+            "LANG": "C.UTF-8",
+        }
+        yield Stack(env=env, workdir=workdir)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(600)  # the first one waits for make run to start the stack
+@pytest.mark.parametrize("example", RUNNABLE, ids=[example.name for example in RUNNABLE])
+def test_example_runs_as_written(example: Example, stack: Stack) -> None:
+    stack.delete_all_tasks()
+    if example.language != "console":
+        done = stack.sh(PREAMBLE + example.text)
+        assert done.returncode == 0, (
+            f"{example.name} exited {done.returncode}\n"
+            f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+        )
+        return
+    for command, shown in example.steps:
+        done = stack.sh("set -o pipefail\n" + command, merged=True)
+        printed = done.stdout
+        assert done.returncode == 0, f"$ {command}\nexited {done.returncode}:\n{printed[-3000:]}"
+        missing = output_matches(shown, printed)
+        assert missing is None, (
+            f"$ {command}\nthe docs show {missing!r}; it printed:\n{printed[-3000:]}"
+        )
