@@ -413,6 +413,12 @@ class AppSettings:
         above=True,
     )
 
+    SCHEDULES_MODULE = Text(
+        "project.schedules",
+        "the module whose `SCHEDULES` list declares tasks in code; `manage.py tasks sync` "
+        "applies it (the release step runs it after `migrate`)",
+    )
+
     # --- Actions ------------------------------------------------------------------------
     HTTP_ALLOWED_NETWORKS = Networks(
         [],
@@ -434,6 +440,11 @@ class AppSettings:
         [],
         "programs the `exec` action may run (names looked up on `TASKS_EXEC_PATH`, or "
         "absolute paths); empty: `exec` is disabled",
+    )
+    CELERY_TASKS = Texts(
+        [],
+        "shell-style name patterns of your Celery tasks the `celery` action may call "
+        "(`myapp.tasks.*,billing.tasks.send_invoice`); empty: none",
     )
     EXEC_PATH = Text(
         "/usr/local/bin:/usr/bin:/bin",

@@ -247,6 +247,10 @@ class Task(models.Model):
     # Set by beat when this task's schedule math raised (tasks_app.services.firing): beat
     # skips the task until an edit through the services clears it.
     schedule_error = models.TextField(blank=True, editable=False)
+    # The module that declares this task (``TASKS_SCHEDULES_MODULE``, written by
+    # ``manage.py tasks sync``): its definition is then read-only everywhere else; operators
+    # still run, pause, resume and backfill it. Blank: owned by the admin, API and CLI.
+    declared_in = models.CharField(max_length=200, blank=True, default="", editable=False)
 
     paused = models.BooleanField(default=False)
     pause_note = models.TextField(blank=True)
@@ -274,6 +278,7 @@ class Task(models.Model):
             ("use_action_command", "Can create, change and run tasks with the command action"),
             ("use_action_http", "Can create, change and run tasks with the http action"),
             ("use_action_email", "Can create, change and run tasks with the email action"),
+            ("use_action_celery", "Can create, change and run tasks with the celery action"),
         ]
 
     def __str__(self) -> str:

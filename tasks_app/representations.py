@@ -62,6 +62,7 @@ class TaskOutputSerializer(serializers.ModelSerializer):
             "consecutive_failures",
             "alarm_since",
             "alarm_note",
+            "declared_in",
             "created_at",
             "updated_at",
         )

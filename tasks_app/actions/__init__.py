@@ -20,7 +20,7 @@ e-mail address check) go in an optional ``validate(payload)`` callable that rais
 :class:`PayloadError`, run after the schema passes.
 """
 
-from . import builtin, command, email, http, program  # noqa: F401  (register the built-in actions)
+from . import builtin, celery_task, command, email, http, program  # noqa: F401  (register the built-in actions)
 from .base import (
     JSON,
     Action,

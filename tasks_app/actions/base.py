@@ -64,6 +64,14 @@ class Action:
     # The Django permission ("app_label.codename") a user needs to create, change or run a
     # task with this action; ``None``: model permissions on tasks are enough.
     permission: str | None = None
+    # What the admin's payload form is built from, when it depends on the running system
+    # (the ``celery`` action offers the registered task names); ``None``: ``schema``.
+    form_schema: Callable[[], dict[str, JSON]] | None = field(
+        repr=False, compare=False, default=None
+    )
+
+    def schema_for_form(self) -> dict[str, JSON]:
+        return self.schema if self.form_schema is None else self.form_schema()
 
     def validate(self, payload: JSON) -> None:
         errors = sorted(self.validator.iter_errors(payload), key=lambda e: list(e.path))
@@ -88,6 +96,7 @@ def register(
     description: str = "",
     validate: PayloadCheck | None = None,
     permission: str | None = None,
+    form_schema: Callable[[], dict[str, JSON]] | None = None,
 ) -> Callable[[ActionFunc], ActionFunc]:
     """Register ``func`` as the action ``name`` with a JSON Schema for its payload.
 
@@ -95,6 +104,8 @@ def register(
     :class:`PayloadError` for anything else the action refuses at save time.
     ``permission`` (``"app_label.codename"``), if given, is what a user must hold to create,
     change or run a task with this action (``tasks_app.permissions`` checks it).
+    ``form_schema``, if given, returns the schema the admin's payload form is built from
+    (``schema`` with choices only known at run time, such as registered names).
     """
     full_schema = schema or {"type": "object"}
     try:
@@ -113,6 +124,7 @@ def register(
             validator=Draft202012Validator(full_schema),
             check=validate,
             permission=permission,
+            form_schema=form_schema,
         )
         return func
 

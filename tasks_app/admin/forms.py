@@ -28,7 +28,8 @@ def _action_choices(user: Any = None) -> list[tuple[str, str]]:
 def action_schemas() -> dict[str, dict[str, Any]]:
     """What the payload form is built from: each action's description and payload schema."""
     return {
-        a.name: {"description": a.description, "schema": a.schema} for a in actions.all_actions()
+        a.name: {"description": a.description, "schema": a.schema_for_form()}
+        for a in actions.all_actions()
     }
 
 
@@ -90,7 +91,9 @@ class TaskForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        field = self.fields["action"]
+        field = self.fields.get("action")
+        if field is None:  # read-only: the task is declared in code
+            return
         assert isinstance(field, ActionField)
         current = self.instance.action if self.instance else ""
         offered = _action_choices(self.user)

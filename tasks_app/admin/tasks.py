@@ -52,7 +52,7 @@ def _field_errors(exc: ValidationError) -> str:
 class TaskAdmin(TaskColumns, admin.ModelAdmin):
     form = TaskForm
     change_form_template = "admin/tasks_app/task/change_form.html"
-    list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell")
+    list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell", "owner")
     list_filter = ("state__status", "action", "schedule_type", "paused", "queue")
     search_fields = ("id", "name")
     readonly_fields = (
@@ -141,11 +141,30 @@ class TaskAdmin(TaskColumns, admin.ModelAdmin):
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:  # a task being added has no state, runs or history yet
             return [f for f in fieldsets if f[0] not in ("State", "Last runs", "Audit trail")]
+        if obj.declared_in:
+            first = fieldsets[0]
+            return [
+                (first[0], {**first[1], "fields": ("declared", *first[1]["fields"])}),
+                *fieldsets[1:],
+            ]
         return fieldsets
 
     def get_readonly_fields(self, request: HttpRequest, obj: Task | None = None) -> Any:
         fields = super().get_readonly_fields(request, obj)
+        if obj is not None and obj.declared_in:  # its definition changes only in code
+            return (*fields, "id", "declared", *services.TASK_FIELDS)
         return (*fields, "id") if obj else fields
+
+    @admin.display(description="defined in")
+    def owner(self, task: Task) -> str:
+        return f"code: {task.declared_in}" if task.declared_in else "admin, API, CLI"
+
+    @admin.display(description="declared in code")
+    def declared(self, task: Task) -> str:
+        return (
+            f"Declared in {task.declared_in}: change it there and run manage.py tasks sync. "
+            "Run now, pause, resume and backfill stay available here."
+        )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
         return super().get_queryset(request).select_related("periodic_task", "state")
@@ -162,6 +181,8 @@ class TaskAdmin(TaskColumns, admin.ModelAdmin):
         return permissions.allows(request.user, "update")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and obj.declared_in:  # removed from code, then synced
+            return False
         return permissions.allows(request.user, "delete")
 
     def has_run_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -195,6 +216,13 @@ class TaskAdmin(TaskColumns, admin.ModelAdmin):
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
         for task in queryset:
+            if task.declared_in:
+                self.message_user(
+                    request,
+                    f"{task.pk} is declared in {task.declared_in}: not deleted",
+                    level=messages.ERROR,
+                )
+                continue
             services.task_delete(task=task, by=request.user)
 
     def render_change_form(

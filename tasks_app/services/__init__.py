@@ -11,7 +11,8 @@ task's schedule, next fire and beat entry), ``run_create`` (new runs and attempt
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
 interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
 (recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
-framework), ``alarms`` (missed-run alarms), ``retention`` (old runs
+framework), ``schedules_sync`` (schedules declared in code, applied by ``manage.py tasks
+sync``), ``alarms`` (missed-run alarms), ``retention`` (old runs
 deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
 """
 
@@ -35,6 +36,7 @@ from .run_lifecycle import (
 from .run_release import horizon, publish_runs, release_due_runs
 from .run_tally import run_tally_advance
 from .schedule_sync import EXECUTE_TASK
+from .schedules_sync import Plan, SchedulesError, schedules_apply, schedules_plan, schedules_sync
 from .tasks import (
     TASK_FIELDS,
     task_backfill,
@@ -51,6 +53,11 @@ from .tasks import (
 
 __all__ = [
     "EXECUTE_TASK",
+    "Plan",
+    "SchedulesError",
+    "schedules_apply",
+    "schedules_plan",
+    "schedules_sync",
     "TASK_FIELDS",
     "ConflictError",
     "PruneReport",

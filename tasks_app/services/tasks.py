@@ -88,20 +88,38 @@ def task_update(*, task: Task, data: dict[str, Any], by: Actor = "") -> Task:
     unknown = set(data) - set(TASK_FIELDS)
     if unknown:
         raise ValidationError({name: ["unknown or read-only field"] for name in sorted(unknown)})
+    check_not_declared(task)
     for name, value in data.items():
         setattr(task, name, value)
     return task_save(task=task, by=by)
 
 
-def task_save(*, task: Task, by: Actor = "") -> Task:
+def check_not_declared(task: Task) -> None:
+    """Refuse (``ConflictError``, a 409) to change the definition of a task declared in code."""
+    if task.declared_in:
+        raise ConflictError(
+            f"task {task.pk!r} is declared in {task.declared_in}: change it there and run "
+            "manage.py tasks sync (run now, pause, resume and backfill stay available)"
+        )
+
+
+def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
     """Validate and persist ``task`` as built by a form or a service, then sync its schedule.
 
     ``by`` a user: refused unless they may create or change it (and use its stored and its
     new action); a ``once`` schedule set or moved creates a run, so it needs ``add_run``.
-    Nothing is written when validation or the permission check fails.
+    The definition of a task declared in code (``declared_in``) is changed only by
+    ``manage.py tasks sync``, which passes its module as ``owner``; from anywhere else a
+    change is a ``ConflictError``. Nothing is written when a check fails.
     """
     adding = task._state.adding
     previous = None if adding else Task.objects.filter(pk=task.pk).first()
+    if owner is not None:
+        task.declared_in = owner
+    elif previous is not None and any(
+        getattr(previous, f) != getattr(task, f) for f in TASK_FIELDS
+    ):
+        check_not_declared(previous)
     moves_once = task.schedule_type == ScheduleType.ONCE and (
         previous is None or any(getattr(previous, f) != getattr(task, f) for f in SCHEDULE_FIELDS)
     )
@@ -126,7 +144,7 @@ def task_save(*, task: Task, by: Actor = "") -> Task:
         sync_schedule(task, now=now, replan=schedule_changed)
         changes = {
             f: [plain(getattr(previous, f)) if previous else None, plain(getattr(task, f))]
-            for f in TASK_FIELDS
+            for f in (*TASK_FIELDS, "declared_in")
             if previous is None or getattr(previous, f) != getattr(task, f)
         }
         if adding or changes:
@@ -139,6 +157,7 @@ def task_delete(*, task: Task, by: Actor = "") -> None:
     """Delete the task, its beat entry and its runs (run history goes with the task; the
     audit trail stays)."""
     by = permissions.authorize(by, "delete")
+    check_not_declared(task)
     with transaction.atomic():
         audit(task.id, "deleted", by=by)
         periodic = task.periodic_task

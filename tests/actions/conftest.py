@@ -22,6 +22,7 @@ from tests.processes import Proc, delete_queue, start_worker
 
 LOOPBACK_ONLY = "127.0.0.1/32"
 WORKER_EXEC_ALLOWLIST = ["echo", "env", "printenv", "cat"]
+CELERY_TASK_PATTERNS = ["tests.effects.tasks.*"]  # the test app's Celery tasks
 
 
 @dataclass
@@ -116,12 +117,13 @@ def actions_queue(_session_queue: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def actions_worker(actions_queue: str, process_logs: Path, secret_token: str) -> Iterator[Proc]:
     """A real worker with loopback webhooks allowed, ``echo``/``env``/``printenv``/``cat``
-    allowed for exec, and a secret-looking variable in its own environment."""
+    allowed for exec, the test app's Celery tasks allowed, and a secret-looking variable in its own environment."""
     proc = start_worker(
         process_logs,
         TASKS_DEFAULT_QUEUE=actions_queue,
         TASKS_HTTP_ALLOWED_NETWORKS=LOOPBACK_ONLY,
         TASKS_EXEC_ALLOWLIST=",".join(WORKER_EXEC_ALLOWLIST),
+        TASKS_CELERY_TASKS=",".join(CELERY_TASK_PATTERNS),
         PAYMENTS_API_TOKEN=secret_token,
     )
     yield proc

@@ -319,6 +319,19 @@ class Command(BaseCommand):
             "--batch", type=int, metavar="N", help="rows per delete (TASKS_RETENTION_BATCH)"
         )
 
+        text = "make the tasks match the schedules declared in code (TASKS_SCHEDULES_MODULE)"
+        p = verbs.add_parser("sync", help=text, description=text)
+        p.add_argument("--json", action="store_true", help="print the plan as JSON")
+        mode = p.add_mutually_exclusive_group()
+        mode.add_argument(
+            "--plan", action="store_true", help="print the difference field by field; write nothing"
+        )
+        mode.add_argument(
+            "--check",
+            action="store_true",
+            help="exit 1 while the database differs from the code (for CI); write nothing",
+        )
+
         p = verb("preview", "the next fire times of a task's schedule")
         p.add_argument("id")
         p.add_argument("--count", type=bounded_int(1, selectors.MAX_PREVIEW), default=5)
@@ -695,6 +708,30 @@ class Command(BaseCommand):
             if rows
             else "no upcoming fires",
         )
+
+    def do_sync(self, o: dict[str, Any]) -> None:
+        """Plan, then apply unless ``--plan``/``--check``. A refused set prints one line per
+        problem on stderr, each naming the definition and its field, and changes nothing."""
+        dry = o["plan"] or o["check"]
+        try:
+            plan = services.schedules_plan() if dry else services.schedules_sync()
+        except services.SchedulesError as exc:
+            for line in exc.lines:
+                self.stderr.write(f"{exc.module}: {line}")
+            raise CommandError(
+                f"{exc.module}: {len(exc.lines)} problem(s) in the declared schedules; "
+                "nothing was changed",
+                returncode=1,
+            ) from exc
+        applied = not dry and not plan.empty
+        self.out(
+            {**plan.as_dict(), "applied": applied},
+            "\n".join([*plan.lines(), plan.summary(applied=applied)]),
+        )
+        if o["check"] and not plan.empty:
+            raise CommandError(
+                f"the tasks differ from {plan.module}: run manage.py tasks sync", returncode=1
+            )
 
     def runs_table(self, runs: Sequence[Run]) -> str:
         rows = [
