@@ -134,6 +134,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.hardening",
             "tasks_app.client_address",
             "tasks_app.queues",
+            "tasks_app.schedules",
             "tasks_app.django_tasks.framework",
         ),
     ),
