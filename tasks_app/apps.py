@@ -7,4 +7,7 @@ class TasksAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import actions  # noqa: F401  (registers the built-in actions)
+        from . import (
+            actions,  # noqa: F401  (registers the built-in actions)
+            tokens,  # noqa: F401  (a password change revokes the user's API tokens)
+        )

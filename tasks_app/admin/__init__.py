@@ -946,3 +946,6 @@ class RunAdmin(admin.ModelAdmin):
                 f"{left} run(s) left alone: only {', '.join(sorted(offered))} runs can be {verb}.",
                 messages.WARNING,
             )
+
+
+from . import tokens as _tokens  # noqa: E402,F401  (the API tokens page)
