@@ -30,12 +30,28 @@
     return input ? input.value : "";
   }
 
+  // Text stays text. JSON Editor "cleans" every value and label by assigning it to the
+  // innerHTML of a <div> of this page and reading its textContent back (cleanText, and
+  // purify() built on it): markup stored in a payload, an <img onerror=...> for one, would
+  // run there, and tags would be cut out of the value. The editor writes values with
+  // input.value and labels with textContent, which show text as text: nothing to clean.
+  function asText(text) { return text; }
+  function textOnly(JSONEditor) {
+    [JSONEditor.AbstractEditor, JSONEditor.AbstractTheme].forEach(function (base) {
+      if (base && base.prototype) {
+        base.prototype.cleanText = asText;
+        if ("purify" in base.prototype) { base.prototype.purify = asText; }
+      }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var textarea = byId("id_payload");
     var select = byId("id_action");
     var data = byId("tasks-action-schemas");
     if (!textarea || !select || !data || !window.JSONEditor) { return; }
     var schemas = JSON.parse(data.textContent);
+    textOnly(window.JSONEditor);
 
     var description = make("p", { id: "action-description", "class": "tasks-action-description" });
     var anchor = select.closest(".flex-container") || select;
