@@ -35,11 +35,12 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse, reverse_lazy
 from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 from django_celery_results.models import TaskResult
 
-from .. import actions, permissions, services, validation
+from .. import actions, permissions, secret_fields, services, validation
 from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
@@ -307,6 +308,14 @@ class TaskAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
         return super().get_queryset(request).select_related("periodic_task", "state")
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        # Secret payload fields are shown (and sent back) as "set": the service keeps the
+        # stored value for those (``secret_fields``).
+        task = super().get_object(request, object_id, from_field)
+        if task is not None:
+            task.payload = secret_fields.payload_masked(task.action, task.payload)
+        return task
+
     # --- columns and read-only fields ------------------------------------------------------
 
     @admin.display(description="schedule")
@@ -478,7 +487,9 @@ class TaskAdmin(admin.ModelAdmin):
         obj = kwargs.get("obj")
         context["next_run"] = admin_views.next_run_state(obj) if obj else ""
         context["action_schemas"] = action_schemas()
-        context["payload_check_url"] = reverse("admin:tasks_app_task_payload_check")
+        context["payload_check_url"] = reverse("admin:tasks_app_task_payload_check") + (
+            f"?{urlencode({'task': obj.pk})}" if obj else ""  # its secrets are checked as stored
+        )
         context["zone_names"] = sorted(scheduling._zone_names())
         return super().render_change_form(request, context, *args, **kwargs)
 

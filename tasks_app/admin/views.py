@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import selectors, validation
+from .. import secret_fields, selectors, validation
 from ..models import RECURRING, RunStatus, ScheduleType, Task
 from ..timing import scheduling
 from . import overview
@@ -251,7 +251,15 @@ def payload_check_view(request: HttpRequest) -> JsonResponse:
     except RecursionError:
         message = f"nests deeper than {validation.MAX_JSON_DEPTH} levels"
         return JsonResponse({"ok": False, "errors": [message]})
-    task = Task(action=request.POST.get("action", ""), payload=payload)
+    action = request.POST.get("action", "")
+    stored_id = request.GET.get("task")
+    stored = Task.objects.filter(pk=stored_id).first() if stored_id else None
+    if stored is not None and request.user.has_perm("tasks_app.view_task"):
+        # The form holds "set" for each secret: check the value it stands for.
+        payload = secret_fields.payload_merged(
+            action, payload, stored_action=stored.action, stored=stored.payload
+        )
+    task = Task(action=action, payload=payload)
     try:
         validation.validate_task(task)
     except ValidationError as exc:

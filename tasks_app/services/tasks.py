@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import validation
+from .. import secret_fields, validation
 from ..models import ACTIVE_RUN_STATUSES, Run, RunStatus, Task, TaskState, TaskStatus, Trigger
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of
@@ -92,6 +92,10 @@ def task_save(*, task: Task, by: str = "") -> Task:
     """
     adding = task._state.adding
     previous = None if adding else Task.objects.filter(pk=task.pk).first()
+    if previous is not None:  # a secret sent back as "set" keeps its stored value
+        task.payload = secret_fields.payload_merged(
+            task.action, task.payload, stored_action=previous.action, stored=previous.payload
+        )
     # The CHECK constraints repeat the field validators' bounds: not queried a second time.
     task.full_clean(validate_unique=False, validate_constraints=False)
     now = timezone.now()
@@ -107,7 +111,7 @@ def task_save(*, task: Task, by: str = "") -> Task:
         )
         sync_schedule(task, now=now, replan=schedule_changed)
         changes = {
-            f: [plain(getattr(previous, f)) if previous else None, plain(getattr(task, f))]
+            f: [plain(_shown(previous, f)) if previous else None, plain(_shown(task, f))]
             for f in TASK_FIELDS
             if previous is None or getattr(previous, f) != getattr(task, f)
         }
@@ -115,6 +119,12 @@ def task_save(*, task: Task, by: str = "") -> Task:
             audit(task.id, "created" if adding else "updated", by=by, changes=changes)
     log.info("task %s %s by %s", task.id, "created" if adding else "updated", by or "-")
     return task
+
+
+def _shown(task: Task, field: str) -> Any:
+    """A field as the audit trail records it: secret payload fields as "set"."""
+    value = getattr(task, field)
+    return secret_fields.payload_masked(task.action, value) if field == "payload" else value
 
 
 def task_delete(*, task: Task, by: str = "") -> None:
