@@ -178,6 +178,21 @@ class TaskForm(forms.ModelForm):
                 self.add_error("action", exc.sentence)
         return cleaned
 
+    def clean_payload(self) -> Any:
+        # The form shows each stored secret as "set" (``TaskAdmin.get_object``): sent back
+        # as "set", it stands for the stored value, which the model's checks must see.
+        payload = self.cleaned_data.get("payload")
+        stored = None if self.instance._state.adding else Task.objects.filter(pk=self.instance.pk)
+        row = stored.values("action", "payload").first() if stored is not None else None
+        if row is None:
+            return payload
+        return secret_fields.payload_merged(
+            self.cleaned_data.get("action") or self.instance.action,
+            payload,
+            stored_action=row["action"],
+            stored=row["payload"],
+        )
+
     def clean_delay_seconds(self) -> float | None:
         value = self.cleaned_data.get("delay_seconds")
         if value is None:

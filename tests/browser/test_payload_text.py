@@ -56,3 +56,39 @@ def test_a_stored_event_handler_executes_nothing_on_the_task_page(browser, live_
         assert json.loads(page.locator("#id_payload").input_value()) == {"message": MESSAGE}
     finally:
         context.close()
+
+
+def test_a_stored_secret_shows_as_set_and_a_save_keeps_it(browser, live_server) -> None:
+    from tasks_app import services
+    from tasks_app.models import Task
+
+    secret = {"Authorization": "Bearer s3cr3t-from-the-form-test"}
+    services.task_create(
+        id="hook", action="http", payload={"url": "https://hooks.example.com/a", "headers": secret}
+    )
+    User.objects.create_superuser("root", "root@example.com", PASSWORD)
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    base = live_server.url
+    try:
+        page.goto(f"{base}/admin/login/?next=/admin/tasks_app/task/hook/change/")
+        page.fill("#id_username", "root")
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        headers = page.locator("#payload-form [name='payload_form[headers]']")
+        headers.wait_for()
+        assert headers.input_value() == "set" and headers.is_disabled()
+        assert "s3cr3t" not in page.content()
+        page.locator("#payload-editor[data-state=valid]").wait_for()  # "set" checks as stored
+        url = page.locator("#payload-form input[name='payload_form[url]']")
+        url.fill("https://hooks.example.com/b")
+        url.dispatch_event("change")
+        page.click("input[name=_continue]")
+        page.locator(".messagelist .success").wait_for()  # saved, no form error
+        assert Task.objects.get().payload == {
+            "url": "https://hooks.example.com/b",
+            "headers": secret,
+        }
+    finally:
+        context.close()
