@@ -19,7 +19,7 @@
 
 ``python -m project.embedded manage <command> [args]``
     One ``manage.py`` command against the same stack (``tasks list``, ``createsuperuser``,
-    ``drf_create_token admin``...), starting the embedded Postgres for it if it is not
+    ``api_token create admin``...), starting the embedded Postgres for it if it is not
     running (and stopping it afterwards in that case).
 
 Nothing is written outside ``TASKS_VAR_DIR`` (default ``var/``), Python's bytecode cache
