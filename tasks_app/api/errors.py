@@ -24,13 +24,17 @@ from ..permissions import ActionNotPermitted
 from ..services import ConflictError
 
 NON_FIELD = "non_field_errors"
-# A message or field name longer than this is cut: messages may quote the value they refuse
-# (a megabyte of payload would come back as a megabyte of error).
+# A message or field name longer than this is cut in its middle: messages may quote the
+# value they refuse (a megabyte of payload came back as a megabyte of error); the start
+# names the field, the end says the rule.
 TEXT_LIMIT = 300
 
 
 def capped(text: str) -> str:
-    return text if len(text) <= TEXT_LIMIT else f"{text[:TEXT_LIMIT]}… (cut)"
+    if len(text) <= TEXT_LIMIT:
+        return text
+    half = TEXT_LIMIT // 2
+    return f"{text[:half]} … ({len(text) - 2 * half} characters cut) … {text[-half:]}"
 
 
 class PayloadTooLarge(exceptions.APIException):
