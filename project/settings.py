@@ -495,8 +495,11 @@ REST_FRAMEWORK = {
     "NUM_PROXIES": TASKS_TRUSTED_PROXIES,
 }
 # How long a new API token lives unless `api_token create --days` says otherwise.
+TASKS_API_TOKEN_DAYS = env_float("TASKS_API_TOKEN_DAYS", 30.0)
+if not 0 < TASKS_API_TOKEN_DAYS <= 366:
+    raise ImproperlyConfigured("TASKS_API_TOKEN_DAYS must be more than 0 and at most 366")
 REST_KNOX = {
-    "TOKEN_TTL": timedelta(days=env_float("TASKS_API_TOKEN_DAYS", 30.0)),
+    "TOKEN_TTL": timedelta(days=TASKS_API_TOKEN_DAYS),
     "AUTH_HEADER_PREFIX": "Token",
 }
 SPECTACULAR_SETTINGS = {

@@ -26,7 +26,7 @@ class Command(BaseCommand):
             "--days",
             type=float,
             default=None,
-            help=f"days until it expires (default 30, at most {tokens.MAX_TOKEN_DAYS})",
+            help=f"days until it expires (default: TASKS_API_TOKEN_DAYS, 30; at most {tokens.MAX_TOKEN_DAYS})",
         )
         listing = verbs.add_parser("list", help="the user's tokens: first characters, expiry")
         listing.add_argument("username")
