@@ -90,5 +90,20 @@ def test_a_stored_secret_shows_as_set_and_a_save_keeps_it(browser, live_server) 
             "url": "https://hooks.example.com/b",
             "headers": secret,
         }
+        assert "s3cr3t" not in page.content()
+        # A new value, given in Raw JSON, replaces it; the form then follows the new value.
+        page.click("#payload-mode-raw")
+        raw = json.loads(page.locator("#id_payload").input_value())
+        assert raw["headers"] == "set"
+        raw["headers"] = {"Authorization": "Bearer rotated"}
+        page.fill("#id_payload", json.dumps(raw))
+        page.click("#payload-mode-form")
+        page.locator("#payload-form [name='payload_form[headers]']").wait_for(state="detached")
+        assert json.loads(page.locator("#id_payload").input_value())["headers"] == {
+            "Authorization": "Bearer rotated"
+        }
+        page.click("input[name=_continue]")
+        page.locator(".messagelist .success").wait_for()
+        assert Task.objects.get().payload["headers"] == {"Authorization": "Bearer rotated"}
     finally:
         context.close()
