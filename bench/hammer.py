@@ -146,17 +146,17 @@ def start_stack(var: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]
 
 def token_for_admin(var: Path, port: int) -> str:
     out = subprocess.run(  # noqa: S603
-        [sys.executable, "-m", "project.embedded", "manage", "drf_create_token", "admin"],
+        [sys.executable, "-m", "project.embedded", "manage", "api_token", "create", "admin"],
         cwd=ROOT,
         env=stack_env(var, port),
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    match = re.search(r"token (\w+) for user", out)
-    if not match:
+    token = out.strip()
+    if not re.fullmatch(r"[0-9a-f]{64}", token):
         raise RuntimeError(f"no token in: {out}")
-    return match.group(1)
+    return token
 
 
 def hammer(minutes: float, rate: float, api_rate: float, readers: int) -> dict[str, Any]:

@@ -19,7 +19,7 @@
 
 ``python -m project.embedded manage <command> [args]`` (``make manage``), or ``python manage.py``
     One ``manage.py`` command against the same stack (``tasks list``, ``createsuperuser``,
-    ``drf_create_token admin``...), starting the embedded Postgres for it if it is not
+    ``api_token create admin``...), starting the embedded Postgres for it if it is not
     running (and stopping it afterwards in that case). ``manage.py`` does this by itself
     when ``DATABASE_URL`` is unset and the ``embedded`` extra is installed
     (``manage_in_process``).

@@ -83,7 +83,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "django_celery_results",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",
@@ -382,12 +382,13 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "tasks@localhost")
 SERVER_EMAIL = os.environ.get("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
 
 # --- REST API (tasks_app.api) ---------------------------------------------------------------
-# Token (``Authorization: Token <key>``, minted with ``manage.py drf_create_token <user>``) and
+# Token (``Authorization: Token <token>``, minted with ``manage.py api_token create <user>``:
+# django-rest-knox, stored as digests, with an expiry, revoked by a password change) and
 # session auth; Django model permissions (view/add/change/delete) on every route but
 # /api/health; throttling counts live in the default cache (Redis in production).
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "knox.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["tasks_app.api.permissions.ModelPermissions"],
@@ -408,6 +409,14 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # X-Forwarded-For is believed up to the trusted proxies only (see TASKS_TRUSTED_PROXIES).
     "NUM_PROXIES": TASKS_TRUSTED_PROXIES,
+}
+# How long a new API token lives unless `api_token create --days` says otherwise.
+TASKS_API_TOKEN_DAYS = env_float("TASKS_API_TOKEN_DAYS", 30.0)
+if not 0 < TASKS_API_TOKEN_DAYS <= 366:
+    raise ImproperlyConfigured("TASKS_API_TOKEN_DAYS must be more than 0 and at most 366")
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=TASKS_API_TOKEN_DAYS),
+    "AUTH_HEADER_PREFIX": "Token",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduled tasks API",

@@ -7,7 +7,10 @@ class TasksAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import actions  # noqa: F401  (registers the built-in actions)
+        from . import (
+            actions,  # noqa: F401  (registers the built-in actions)
+            tokens,  # noqa: F401  (a password change revokes the user's API tokens)
+        )
         from .conf import app_settings
         from .django_tasks import action  # noqa: F401  (registers django_task)
 

@@ -10,6 +10,7 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from . import secret_fields
 from .models import Run, RunStatus, Task, TaskStatus, Trigger
 from .selectors import OUTCOME_STATUSES
 from .services import TASK_FIELDS
@@ -67,6 +68,12 @@ class TaskOutputSerializer(serializers.ModelSerializer):
             "updated_at",
         )
         read_only_fields: tuple[str, ...] = fields
+
+    def to_representation(self, instance: Task) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if "payload" in data:  # secret fields are write-only (``secret_fields``)
+            data["payload"] = secret_fields.payload_masked(instance.action, data["payload"])
+        return data
 
 
 class RunOutputSerializer(serializers.Serializer):

@@ -13,8 +13,9 @@ outright (Python 3.11's ``ipaddress`` tables call them global). Numeric spelling
 ``0x7f000001`` or ``2130706433`` resolve to 127.0.0.1 and are refused as such.
 
 Redirects are followed by hand (at most ``TASKS_HTTP_MAX_REDIRECTS``) and every hop goes
-through the same check; credentials (``Authorization``, ``Cookie``) are dropped when a
-redirect leaves the original origin. No proxy from the environment is used.
+through the same check; when a redirect leaves the original origin, every header the payload
+set is dropped (any of them may be a credential: ``Authorization``, ``X-Api-Key``, ...) and
+only the action's own (``User-Agent``, ``X-Task-Run-Id``, ``Content-Type``) go on. No proxy from the environment is used.
 
 Outcome: 2xx and other non-error answers complete the run with the first 64 KiB of the body
 as output and ``{"status", "headers", "url", "redirects"}`` as result. 5xx, 408, 429,
@@ -43,7 +44,6 @@ DEFAULT_TIMEOUT_SECONDS = 10.0
 MAX_TIMEOUT_SECONDS = 300
 REDIRECT_STATUSES = {301, 302, 303, 307, 308}
 RETRYABLE_4XX = {408, 429}  # "try again later" answers
-CREDENTIAL_HEADERS = {"authorization", "cookie", "proxy-authorization"}
 USER_AGENT = "scheduled-tasks-webhook/1"
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -61,6 +61,9 @@ SCHEMA: dict[str, JSON] = {
         "url": {"type": "string", "minLength": 1, "maxLength": 4096},
         "method": {"enum": METHODS, "default": "POST"},
         "headers": {
+            # Webhook credentials live here: shown as "set" once saved (secret_fields).
+            "writeOnly": True,
+            "description": "Request headers (credentials among them): never shown once saved.",
             "type": "object",
             "additionalProperties": {"type": "string", "maxLength": 8192},
             "propertyNames": {"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$"},
@@ -109,6 +112,7 @@ def http_request(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     if "json" in payload:
         body = json.dumps(payload["json"]).encode()
         headers["Content-Type"] = "application/json"
+    own = dict(headers)  # what goes on to another origin after a redirect
     headers.update({str(k): str(v) for k, v in (payload.get("headers") or {}).items()})
     deadline = time.monotonic() + timeout
     limit = app_settings.OUTPUT_LIMIT_BYTES
@@ -130,7 +134,7 @@ def http_request(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         redirects += 1
         target = urljoin(url, location)
         if _origin(target) != _origin(url):
-            headers = {k: v for k, v in headers.items() if k.lower() not in CREDENTIAL_HEADERS}
+            headers = {k: v for k, v in own.items() if k in headers}
         if response.status == 303 or (response.status in (301, 302) and method == "POST"):
             method, body = ("HEAD" if method == "HEAD" else "GET"), None
             headers.pop("Content-Type", None)

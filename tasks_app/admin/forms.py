@@ -9,7 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.forms.fields import InvalidJSONInput
 
-from .. import actions, permissions, services, validation
+from .. import actions, permissions, secret_fields, services, validation
 from ..models import (
     ScheduleType,
     Task,
@@ -133,6 +133,21 @@ class TaskForm(forms.ModelForm):
             missing = permissions.missing_permissions(self.user, "execute") if creates else []
             if missing:
                 self.add_error(field, f"This creates a run, which needs {', '.join(missing)}.")
+
+    def clean_payload(self) -> Any:
+        # The form shows each stored secret as "set" (``TaskAdmin.get_object``): sent back
+        # as "set", it stands for the stored value, which the model's checks must see.
+        payload = self.cleaned_data.get("payload")
+        stored = None if self.instance._state.adding else Task.objects.filter(pk=self.instance.pk)
+        row = stored.values("action", "payload").first() if stored is not None else None
+        if row is None:
+            return payload
+        return secret_fields.payload_merged(
+            self.cleaned_data.get("action") or self.instance.action,
+            payload,
+            stored_action=row["action"],
+            stored=row["payload"],
+        )
 
     def _post_clean(self) -> None:
         super()._post_clean()  # type: ignore[misc]  # the field rules (Task.full_clean)

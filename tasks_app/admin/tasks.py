@@ -13,9 +13,10 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from .. import permissions, services, validation
+from .. import permissions, secret_fields, services, validation
 from ..models import (
     Run,
     Task,
@@ -169,6 +170,14 @@ class TaskAdmin(TaskColumns, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
         return super().get_queryset(request).select_related("periodic_task", "state")
 
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        # Secret payload fields are shown (and sent back) as "set": the service keeps the
+        # stored value for those (``secret_fields``).
+        task = super().get_object(request, object_id, from_field)
+        if task is not None:
+            task.payload = secret_fields.payload_masked(task.action, task.payload)
+        return task
+
     # --- who may do what: Django's hooks, answered by the one table -----------------------
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -231,7 +240,9 @@ class TaskAdmin(TaskColumns, admin.ModelAdmin):
         obj = kwargs.get("obj")
         context["next_run"] = admin_views.next_run_state(obj) if obj else ""
         context["action_schemas"] = action_schemas()
-        context["payload_check_url"] = reverse("admin:tasks_app_task_payload_check")
+        context["payload_check_url"] = reverse("admin:tasks_app_task_payload_check") + (
+            f"?{urlencode({'task': obj.pk})}" if obj else ""  # its secrets are checked as stored
+        )
         context["zone_names"] = sorted(scheduling._zone_names())
         context["pause_note_max_length"] = validation.PAUSE_NOTE_MAX_LENGTH
         for button in ("run", "pause", "resume", "duplicate"):

@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import permissions, selectors, validation
+from .. import permissions, secret_fields, selectors, validation
 from ..conf import app_settings
 from ..models import RECURRING, RunStatus, ScheduleType, Task
 from ..services.task_rules import validate_task
@@ -255,7 +255,15 @@ def payload_check_view(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"ok": False, "errors": [f"not valid JSON: {exc}"]})
     except RecursionError:
         return JsonResponse({"ok": False, "errors": [validation.TOO_DEEP]})
-    task = Task(action=request.POST.get("action", ""), payload=payload)
+    action = request.POST.get("action", "")
+    stored_id = request.GET.get("task")
+    stored = Task.objects.filter(pk=stored_id).first() if stored_id else None
+    if stored is not None and request.user.has_perm("tasks_app.view_task"):
+        # The form holds "set" for each secret: check the value it stands for.
+        payload = secret_fields.payload_merged(
+            action, payload, stored_action=stored.action, stored=stored.payload
+        )
+    task = Task(action=action, payload=payload)
     try:
         validation.check_storable(task)  # what Postgres cannot store, then the save's rules
         validate_task(task)

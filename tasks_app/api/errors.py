@@ -24,6 +24,17 @@ from ..permissions import ActionNotPermitted, OperationNotPermitted
 from ..services import ConflictError
 
 NON_FIELD = "non_field_errors"
+# A message or field name longer than this is cut in its middle: messages may quote the
+# value they refuse (a megabyte of payload came back as a megabyte of error); the start
+# names the field, the end says the rule.
+TEXT_LIMIT = 300
+
+
+def capped(text: str) -> str:
+    if len(text) <= TEXT_LIMIT:
+        return text
+    half = TEXT_LIMIT // 2
+    return f"{text[:half]} … ({len(text) - 2 * half} characters cut) … {text[-half:]}"
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -49,7 +60,7 @@ def flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     if isinstance(detail, Mapping):
         for key, value in detail.items():
-            name = NON_FIELD if key in ("__all__", NON_FIELD) and not prefix else str(key)
+            name = NON_FIELD if key in ("__all__", NON_FIELD) and not prefix else capped(str(key))
             for sub, messages in flatten(value, f"{prefix}.{name}" if prefix else name).items():
                 out.setdefault(sub, []).extend(messages)
     elif isinstance(detail, list | tuple):
@@ -60,9 +71,9 @@ def flatten(detail: Any, prefix: str = "") -> dict[str, list[str]]:
                 ).items():
                     out.setdefault(sub, []).extend(messages)
             else:
-                out.setdefault(prefix or NON_FIELD, []).append(str(item))
+                out.setdefault(prefix or NON_FIELD, []).append(capped(str(item)))
     else:
-        out.setdefault(prefix or NON_FIELD, []).append(str(detail))
+        out.setdefault(prefix or NON_FIELD, []).append(capped(str(detail)))
     return out
 
 
@@ -102,7 +113,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             status=status.HTTP_403_FORBIDDEN,
         )
     if isinstance(exc, ConflictError):
-        return Response(error_body(_sentence(str(exc))), status=status.HTTP_409_CONFLICT)
+        return Response(error_body(_sentence(capped(str(exc)))), status=status.HTTP_409_CONFLICT)
     if isinstance(exc, RequestDataTooBig):
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         return Response(

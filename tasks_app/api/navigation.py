@@ -29,6 +29,13 @@ class DocsView(SpectacularSwaggerSplitView):
     rather than an inline ``<script>``, so the Content-Security-Policy can allow scripts from
     this origin only (every Swagger UI file comes from drf-spectacular-sidecar)."""
 
+    def options(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
+        # DRF's OPTIONS answer is metadata for an API; this page renders HTML only (its
+        # renderer cannot write that metadata). Say what the page allows instead.
+        response = HttpResponse(status=200)
+        response["Allow"] = "GET, HEAD, OPTIONS"
+        return response
+
     def handle_exception(self, exc: Exception) -> Response | HttpResponse:
         if isinstance(exc, exceptions.NotAuthenticated):
             return redirect_to_login(

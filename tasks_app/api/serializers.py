@@ -335,7 +335,9 @@ class HealthSerializer(serializers.Serializer):
     beat = CheckSerializer(help_text="Also last_tick (ISO 8601) and age_seconds.")
     workers = CheckSerializer(help_text="Also count: workers that answered a ping.")
     alarms = serializers.IntegerField(
-        help_text="Tasks in missed-run alarm (informational: does not make health 503)."
+        allow_null=True,
+        help_text="Tasks in missed-run alarm (informational: does not make health 503); "
+        "null while the database is down.",
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Field
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -59,7 +60,7 @@ from .serializers import (
     TaskFilterSerializer,
     action_data,
 )
-from .throttling import AnonThrottle, UserThrottle
+from .throttling import AnonThrottle, ThrottledFirst, UserThrottle
 
 ERROR_TEXT = {
     400: "Invalid input: a body field, a query parameter or a path parameter "
@@ -101,7 +102,7 @@ RUN_ID = OpenApiParameter(
 )
 
 
-class ApiView(APIView):
+class ApiView(ThrottledFirst, APIView):
     """Base of the API's views. Permissions, parsing, rendering and the error shape are the
     app's own, not left to the project's ``REST_FRAMEWORK`` defaults (whose permission is
     ``AllowAny``): installed in any project, the API refuses a user without the model
@@ -158,11 +159,20 @@ class ApiView(APIView):
 
 
 class HealthView(APIView):
-    """The one route open to anonymous callers (load balancers, uptime checks)."""
+    """The one route open to anonymous callers (load balancers, uptime checks).
 
-    authentication_classes: list[type] = []
+    Anonymous callers learn which part is down, never why: an error message can name an
+    internal host, port or database role. Authenticated staff also get each check's error.
+    Bad credentials here are not a 401: the caller is answered as anonymous."""
+
     permission_classes = [AllowAny]
     throttle_classes = [AnonThrottle]
+
+    def perform_authentication(self, request: Request) -> None:
+        try:
+            request.user  # noqa: B018  (authenticates the request)
+        except Exception:  # bad credentials, or the database is down: answer as anonymous
+            request.user = AnonymousUser()
 
     @extend_schema(
         auth=[],
@@ -182,8 +192,12 @@ class HealthView(APIView):
         body: dict[str, Any] = {"status": "down" if down else "ok", "down": down}
         if down:
             body["error"] = f"Unhealthy: {', '.join(down)} down."
-        body.update({name: check.as_dict() for name, check in checks.items()})
-        body["alarms"] = selectors.tasks_in_alarm().count()
+        details = bool(getattr(request.user, "is_staff", False))
+        body.update({name: check.as_dict(details=details) for name, check in checks.items()})
+        try:
+            body["alarms"] = selectors.tasks_in_alarm().count()
+        except Exception:  # the database is down: already reported above
+            body["alarms"] = None
         return Response(
             body, status=status.HTTP_503_SERVICE_UNAVAILABLE if down else status.HTTP_200_OK
         )

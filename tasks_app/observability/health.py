@@ -42,6 +42,7 @@ BROKER_TIMEOUT_SECONDS = 2.0
 WORKER_HEARTBEAT_KEY = "tasks:health:worker:{}"
 WORKER_NAMES_KEY = "tasks:health:workers"
 WORKER_HEARTBEAT_SECONDS = 5.0
+PUBLIC_ERROR = "unreachable or misconfigured (details for staff)"
 
 
 @dataclass
@@ -51,10 +52,13 @@ class Check:
     error: str = ""
     info: dict[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, *, details: bool = True) -> dict[str, Any]:
+        """The check as JSON. Without ``details`` (anonymous callers) a failure says only
+        that the part is unreachable or misconfigured: its message can name an internal
+        host, port or database role."""
         data: dict[str, Any] = {"ok": self.ok, "latency_ms": self.latency_ms, **self.info}
         if self.error:
-            data["error"] = self.error
+            data["error"] = self.error if details else PUBLIC_ERROR
         return data
 
 

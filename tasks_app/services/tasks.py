@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .. import permissions, store, validation
+from .. import permissions, secret_fields, store, validation
 from ..conf import app_settings
 from ..models import (
     Run,
@@ -129,6 +129,10 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         action=tuple(a for a in (previous.action if previous else "", task.action) if a),
         creates_run=moves_once,
     )
+    if previous is not None:  # a secret sent back as "set" keeps its stored value
+        task.payload = secret_fields.payload_merged(
+            task.action, task.payload, stored_action=previous.action, stored=previous.payload
+        )
     task_check(task, stored=stored_schedule_of(previous))
     now = timezone.now()
     with transaction.atomic():
@@ -143,7 +147,7 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         )
         sync_schedule(task, now=now, replan=schedule_changed)
         changes = {
-            f: [plain(getattr(previous, f)) if previous else None, plain(getattr(task, f))]
+            f: [plain(_shown(previous, f)) if previous else None, plain(_shown(task, f))]
             for f in (*TASK_FIELDS, "declared_in")
             if previous is None or getattr(previous, f) != getattr(task, f)
         }
@@ -151,6 +155,12 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
             audit(task.id, "created" if adding else "updated", by=by, changes=changes)
     log.info("task %s %s by %s", task.id, "created" if adding else "updated", by or "-")
     return task
+
+
+def _shown(task: Task, field: str) -> Any:
+    """A field as the audit trail records it: secret payload fields as "set"."""
+    value = getattr(task, field)
+    return secret_fields.payload_masked(task.action, value) if field == "payload" else value
 
 
 def task_delete(*, task: Task, by: Actor = "") -> None:

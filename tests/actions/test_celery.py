@@ -9,11 +9,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import RunStatus, Task
+from tasks_app.tokens import token_create
 from tests.actions.conftest import CELERY_TASK_PATTERNS
 from tests.actions.helpers import execute_in_process, finished
 from tests.processes import wait_until
@@ -111,7 +111,7 @@ def test_names_outside_the_patterns_or_unregistered_are_refused_when_saved(
 def test_the_api_refuses_a_name_outside_the_patterns_with_400_naming_the_field() -> None:
     user = get_user_model().objects.create_superuser("api-root", "r@example.com", "pw-123456789")
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user).token}")
     response = api.post(
         "/api/tasks",
         {"id": "cel", "action": "celery", "payload": {"task": "os.system", "args": ["id"]}},

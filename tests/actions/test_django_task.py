@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Task
+from tasks_app.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 ADD = "tests.django_tasks.functions.add"
@@ -52,7 +52,7 @@ def test_arguments_that_do_not_fit_the_function_are_refused_when_saved() -> None
 def test_the_api_answers_400_naming_the_payload() -> None:
     user = User.objects.create_superuser("dt-admin", password="not-used-here")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user).token}")
     answer = client.post(
         "/api/tasks",
         {"id": "dt-api", "action": "django_task", "payload": {"task": "os.getcwd"}},

@@ -279,3 +279,18 @@ def test_4xx_fails_without_retry_through_the_worker(
     threading.Event().wait(1.5)  # a retry would have been created at once; give it time anyway
     assert Run.objects.filter(task=task).count() == 1
     assert len(listener.requests) == 1
+
+
+def test_a_redirect_to_another_origin_carries_none_of_the_payload_headers(
+    listener: Listener, loopback_allowed: None
+) -> None:
+    # 127.0.0.1 and localhost are two origins on the same listener.
+    listener.reply(307, "", {"Location": f"http://localhost:{listener.port}/other"})
+    listener.reply(200, "landed")
+    secrets = {"Authorization": "Bearer a", "X-Api-Key": "k", "Cookie": "c", "X-Custom": "x"}
+    outcome = http_request({"url": listener.url("/start"), "headers": secrets}, context())
+    assert isinstance(outcome, actions.Outcome) and outcome.output == "landed"
+    first, second = listener.requests
+    assert all(first.headers.get(name) == value for name, value in secrets.items())
+    assert not {name.lower() for name in second.headers} & {n.lower() for n in secrets}
+    assert second.headers.get("X-Task-Run-Id") == first.headers.get("X-Task-Run-Id")

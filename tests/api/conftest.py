@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.cache import cache
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from tasks_app.tokens import token_create
 
 
 def user_with(username: str, *codenames: str) -> User:
@@ -34,8 +35,7 @@ def operator(db: None) -> User:
 @pytest.fixture
 def api(operator: User) -> APIClient:
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=operator)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=operator).token}")
     return client
 
 
@@ -43,5 +43,5 @@ def api(operator: User) -> APIClient:
 def readonly_api(db: None) -> APIClient:
     user = user_with("viewer", "view_task", "view_run")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user).token}")
     return client

@@ -24,8 +24,8 @@ from typing import Any
 
 import httpx
 import pytest
-from rest_framework.authtoken.models import Token
 
+from tasks_app.tokens import token_create
 from tests.processes import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -69,7 +69,7 @@ def generate_client(schema_url: str, token: str, out: Path) -> ModuleType:
 
 @pytest.fixture
 def generated(live_server: Any, operator: Any, tmp_path: Path) -> Iterator[Any]:
-    token = Token.objects.create(user=operator).key
+    token = token_create(user=operator).token
     package = generate_client(f"{live_server.url}/api/schema?format=json", token, tmp_path)
     client = package.AuthenticatedClient(
         base_url=live_server.url,

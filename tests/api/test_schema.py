@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 from jsonschema import Draft4Validator
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from schemathesis.specs.openapi.definitions import OPENAPI_30
 
 from tasks_app import services
 from tasks_app.api.schema import RUN_OPERATIONS, TASK_OPERATIONS
+from tasks_app.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 
@@ -132,7 +132,7 @@ def test_schemathesis_finds_no_failure_with_all_checks(live_server, operator, tm
     """Schemathesis (examples, coverage, fuzzing and stateful phases, every check: server
     errors, status codes, content types, response schemas and headers, positive and
     negative data, auth, unsupported methods, use after free, ...) finds nothing."""
-    token = Token.objects.create(user=operator).key
+    token = token_create(user=operator).token
     task = services.task_create(id=SEEDED_TASK, action="noop")
     run = services.task_schedule_once(task=task, delay_seconds=3600)
     config = tmp_path / "schemathesis.toml"

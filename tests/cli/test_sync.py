@@ -17,10 +17,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tasks_app.models import Run, Task, TaskAuditEntry, Trigger
+from tasks_app.tokens import token_create
 from tests.processes import ROOT, process_env, wait_until
 
 _numbers = itertools.count()
@@ -212,7 +212,7 @@ def test_a_task_made_by_hand_is_taken_over_and_a_removed_one_stops(declare: Decl
 def api() -> APIClient:
     user = get_user_model().objects.create_superuser("api-root", "r@example.com", "pw-1234567")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user).token}")
     return client
 
 

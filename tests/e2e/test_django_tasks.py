@@ -13,12 +13,12 @@ from datetime import datetime, timedelta
 import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.django_tasks import TaskResultStatus
 from tasks_app.models import Run, RunStatus
+from tasks_app.tokens import token_create
 from tests.django_tasks import functions
 from tests.processes import ROOT, process_env, wait_until
 
@@ -37,7 +37,7 @@ print("ENQUEUED", result.id, enqueued.isoformat())
 def api_client() -> APIClient:
     user = User.objects.create_superuser("dt-admin", password="not-used-here")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user).token}")
     return client
 
 

@@ -13,11 +13,11 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tasks_app import selectors
 from tasks_app.models import Run, RunStatus
+from tasks_app.tokens import token_create
 from tests.processes import ROOT, Proc, process_env, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -31,7 +31,7 @@ ENV = {"TASKS_HEARTBEAT_SECONDS": "0.5", "TASKS_STALL_SECONDS": "3"}
 def operator_api() -> APIClient:
     user = get_user_model().objects.create_superuser("outcome-operator", password="unused")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user).token}")
     return client
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import InterfaceError, OperationalError, connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from tasks_app.tokens import token_create
 from tests.processes import Proc
 
 # Short windows so a lost worker is noticed in seconds (production defaults: 10 s / 60 s).
@@ -94,5 +94,5 @@ def api() -> APIClient:
     """The REST API as an operator with a token (DRF's test client, in-process)."""
     user = get_user_model().objects.create_superuser("ops", "ops@example.com", "pw-not-used")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user).token}")
     return client

@@ -23,11 +23,11 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tasks_app import actions, permissions, services
 from tasks_app.models import RunStatus, Task
+from tasks_app.tokens import token_create
 from tests.admin.test_forms import form
 from tests.processes import ROOT, process_env
 from tests.stored_rows import run_set
@@ -68,7 +68,7 @@ class Outcome:
 class Api:
     def __init__(self, user: User) -> None:
         self.client = APIClient()
-        self.client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        self.client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=user).token}")
 
     def _outcome(self, response: Any, ok: int) -> Outcome:
         if response.status_code == ok:

@@ -15,11 +15,11 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, Task
+from tasks_app.tokens import token_create
 from tests.admin.test_forms import form
 from tests.services.test_run_lifecycle import queued_run
 
@@ -43,7 +43,7 @@ def superuser() -> Any:
 def api_error(superuser: Any, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
     """The ``detail`` of the 400 answer: ``{field: [message]}``."""
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=superuser).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=superuser).token}")
     response = getattr(client, method)(path, body, format="json")
     assert response.status_code == 400, response.content
     return response.json()["detail"]

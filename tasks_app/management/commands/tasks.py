@@ -32,7 +32,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from tasks_app import permissions, selectors, services, validation
+from tasks_app import permissions, secret_fields, selectors, services, validation
 from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 from tasks_app.representations import (
     RunDetailSerializer,
@@ -496,7 +496,7 @@ class Command(BaseCommand):
             ("id", task.id),
             ("name", task.name or "-"),
             ("action", task.action),
-            ("payload", json.dumps(task.payload)),
+            ("payload", json.dumps(secret_fields.payload_masked(task.action, task.payload))),
             ("schedule", schedule_text(task)),
             ("status", task.state.status),
             *(

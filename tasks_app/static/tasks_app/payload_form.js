@@ -11,6 +11,8 @@
   var timer = null;
   var seq = 0;
   var touched = false;  // a new, empty payload is not judged before the operator types
+  var held = [];  // secret fields shown as "set" (stored, never sent to the page)
+  var SET = "set";
 
   function byId(id) { return document.getElementById(id); }
 
@@ -30,12 +32,28 @@
     return input ? input.value : "";
   }
 
+  // Text stays text. JSON Editor "cleans" every value and label by assigning it to the
+  // innerHTML of a <div> of this page and reading its textContent back (cleanText, and
+  // purify() built on it): markup stored in a payload, an <img onerror=...> for one, would
+  // run there, and tags would be cut out of the value. The editor writes values with
+  // input.value and labels with textContent, which show text as text: nothing to clean.
+  function asText(text) { return text; }
+  function textOnly(JSONEditor) {
+    [JSONEditor.AbstractEditor, JSONEditor.AbstractTheme].forEach(function (base) {
+      if (base && base.prototype) {
+        base.prototype.cleanText = asText;
+        if ("purify" in base.prototype) { base.prototype.purify = asText; }
+      }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     var textarea = byId("id_payload");
     var select = byId("id_action");
     var data = byId("tasks-action-schemas");
     if (!textarea || !select || !data || !window.JSONEditor) { return; }
     var schemas = JSON.parse(data.textContent);
+    textOnly(window.JSONEditor);
 
     var description = make("p", { id: "action-description", "class": "tasks-action-description" });
     var anchor = select.closest(".flex-container") || select;
@@ -89,6 +107,11 @@
       if (next === "form") {
         var parsed = parse(textarea.value);
         if (parsed.error) { showVerdict(false, ["not valid JSON: " + parsed.error]); return; }
+        var value = parsed.value || {};
+        if (held.some(function (k) { return value[k] !== SET; })) {
+          build(true, true);  // a secret was given a new value as raw JSON: its own form
+          return;
+        }
         if (editor && ready) { editor.setValue(parsed.value); }
       }
       mode = next;
@@ -99,8 +122,9 @@
       textarea.hidden = mode !== "raw";
     }
 
-    function typed(schema) {
+    function typed(schema, value, top) {
       // An "enum" without a "type" would get a type switcher: give it its values' type.
+      // A secret ("writeOnly") field that is stored shows as "set", not as its value.
       if (!schema || typeof schema !== "object") { return schema; }
       var copy = Object.assign({}, schema);
       if (Array.isArray(copy["enum"]) && !copy.type) {
@@ -110,7 +134,18 @@
       if (copy.properties) {
         copy.properties = Object.assign({}, copy.properties);
         Object.keys(copy.properties).forEach(function (k) {
-          copy.properties[k] = typed(copy.properties[k]);
+          var sub = copy.properties[k];
+          var inner = value && typeof value === "object" ? value[k] : undefined;
+          if (top && sub && sub.writeOnly && inner === SET) {
+            held.push(k);
+            copy.properties[k] = {
+              type: "string", readOnly: true, title: k,
+              description: "Set: stored, never shown. To change it, replace \"set\" in " +
+                "Raw JSON; to remove it, delete the line."
+            };
+          } else {
+            copy.properties[k] = typed(sub, inner, false);
+          }
         });
       }
       return copy;
@@ -126,7 +161,7 @@
       return kept;
     }
 
-    function build(keepValue) {
+    function build(keepValue, asForm) {
       var entry = schemas[select.value];
       description.textContent = entry ? entry.description : "";
       if (editor) { editor.destroy(); editor = null; }
@@ -135,6 +170,7 @@
       // Hidden until "ready": on "ready" the form is filled from the raw JSON, so anything
       // typed into a field before then (the new action's fields appear at once) was lost.
       holder.hidden = true;
+      held = [];
       if (!entry) {
         setMode("raw");
         if (select.value) { check(); }  // an action no longer registered: say so
@@ -142,7 +178,7 @@
       }
       var parsed = parse(textarea.value);
       var start = parsed.error ? {} : (keepValue ? parsed.value : fitting(parsed.value, entry.schema));
-      var schema = typed(entry.schema);
+      var schema = typed(entry.schema, start, true);
       var pristine = !textarea.value.trim() || textarea.value.trim() === "{}";
       editor = new window.JSONEditor(holder, {
         schema: schema,
@@ -172,7 +208,7 @@
           showVerdict(false, ["not valid JSON: " + parsed.error]);
         } else {
           mode = "raw";  // setMode("form") below reads the box into the form
-          setMode(wasRaw && keepValue ? "raw" : "form");
+          setMode(wasRaw && keepValue && !asForm ? "raw" : "form");
         }
         if (mode === "form") { textarea.value = JSON.stringify(editor.getValue(), null, 2); }
         if (!pristine) { check(); }  // a new payload is judged once something is typed

@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "django_celery_results",
     "rest_framework",
+    "knox",  # the API tokens (stored as digests, with an expiry)
     "drf_spectacular",
     "tasks_app",
 ]
