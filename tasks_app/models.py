@@ -279,6 +279,10 @@ class Task(models.Model):
             ("use_action_http", "Can create, change and run tasks with the http action"),
             ("use_action_email", "Can create, change and run tasks with the email action"),
             ("use_action_celery", "Can create, change and run tasks with the celery action"),
+            (
+                "use_action_django_task",
+                "Can create, change and run tasks with the django_task action",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -69,6 +69,7 @@ def check(payload: dict[str, JSON]) -> None:
     schema=SCHEMA,
     validate=check,
     description="Calls a function decorated with Django's @task (payload: task, args, kwargs).",
+    permission="tasks_app.use_action_django_task",
 )
 def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     task = resolve(payload["task"])
