@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
-from django.urls import URLPattern, path, reverse
+from django.urls import URLPattern, reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django_celery_results.models import TaskResult
@@ -25,7 +25,7 @@ from ..models import (
     Task,
 )
 from . import attempts as attempts_view
-from .buttons import post_button
+from .buttons import button_paths
 from .paging import HistoryPaginator
 from .views import badge, duration, instant
 
@@ -259,20 +259,8 @@ class RunAdmin(admin.ModelAdmin):
     # --- buttons and actions ---------------------------------------------------------------
 
     def get_urls(self) -> list[URLPattern]:
-        site = self.admin_site
-        own = [
-            path(
-                "<path:object_id>/cancel/",
-                post_button(site, self.cancel_view),
-                name="tasks_app_run_cancel",
-            ),
-            path(
-                "<path:object_id>/retry/",
-                post_button(site, self.retry_view),
-                name="tasks_app_run_retry",
-            ),
-        ]
-        return own + super().get_urls()
+        buttons = {"cancel": self.cancel_view, "retry": self.retry_view}
+        return button_paths(self.admin_site, "run", buttons) + super().get_urls()
 
     def cancel_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         return self._button(request, object_id, services.run_cancel, "cancelled")

@@ -25,7 +25,7 @@ from ..models import (
 from ..services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
 from ..timing import scheduling
 from . import views as admin_views
-from .buttons import post_button
+from .buttons import button_paths
 from .forms import TaskForm, action_schemas
 from .task_columns import TaskColumns
 from .views import instant
@@ -261,28 +261,14 @@ class TaskAdmin(TaskColumns, admin.ModelAdmin):
                 wrap(admin_views.payload_check_view),
                 name="tasks_app_task_payload_check",
             ),
-            path(
-                "<path:object_id>/run-now/",
-                post_button(site, self.run_now_view),
-                name="tasks_app_task_run_now",
-            ),
-            path(
-                "<path:object_id>/pause/",
-                post_button(site, self.pause_view),
-                name="tasks_app_task_pause",
-            ),
-            path(
-                "<path:object_id>/resume/",
-                post_button(site, self.resume_view),
-                name="tasks_app_task_resume",
-            ),
-            path(
-                "<path:object_id>/duplicate/",
-                post_button(site, self.duplicate_view),
-                name="tasks_app_task_duplicate",
-            ),
         ]
-        return own + super().get_urls()
+        buttons = {
+            "run-now": self.run_now_view,
+            "pause": self.pause_view,
+            "resume": self.resume_view,
+            "duplicate": self.duplicate_view,
+        }
+        return own + button_paths(site, "task", buttons) + super().get_urls()
 
     def _task_for_button(self, request: HttpRequest, object_id: str) -> Task:
         """The task, for a user who may see it (403 otherwise; the service decides the rest)."""
