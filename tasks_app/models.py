@@ -250,7 +250,9 @@ class Task(models.Model):
     # The module that declares this task (``TASKS_SCHEDULES_MODULE``, written by
     # ``manage.py tasks sync``): its definition is then read-only everywhere else; operators
     # still run, pause, resume and backfill it. Blank: owned by the admin, API and CLI.
-    declared_in = models.CharField(max_length=200, blank=True, default="", editable=False)
+    declared_in = models.CharField(
+        max_length=200, blank=True, default="", db_default="", editable=False
+    )
 
     paused = models.BooleanField(default=False)
     pause_note = models.TextField(blank=True)

@@ -17,6 +17,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='task',
             name='declared_in',
-            field=models.CharField(blank=True, default='', editable=False, max_length=200),
+            field=models.CharField(blank=True, db_default='', default='', editable=False, max_length=200),
         ),
     ]
