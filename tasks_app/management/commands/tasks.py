@@ -34,6 +34,7 @@ from django.utils.dateparse import parse_datetime
 
 from tasks_app import permissions, secret_fields, selectors, services, validation
 from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
+from tasks_app.observability.logs import quiet_console
 from tasks_app.representations import (
     RunDetailSerializer,
     RunOutputSerializer,
@@ -339,6 +340,7 @@ class Command(BaseCommand):
     # -- dispatch -----------------------------------------------------------------------
 
     def handle(self, *args: Any, **options: Any) -> None:
+        quiet_console(options["verbosity"])
         self.as_json = bool(options.get("json"))
         self.now = timezone.now()
         verb = options["verb"]
