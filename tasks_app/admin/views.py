@@ -86,9 +86,9 @@ def next_run_state(
     without a recurring schedule has no fires: its next run is its earliest waiting run.
     """
     now = now or timezone.now()
+    next_run_at = selectors.task_next_run_at(task)
     if task.paused:
-        return "none: paused" if compact else "none while paused (resume to continue)"
-    next_run_at = task.state.next_run_at
+        return selectors.NEXT_RUN_PAUSED_SHORT if compact else selectors.NEXT_RUN_PAUSED
     if task.schedule_type not in RECURRING:
         if next_run_at is None:
             return "none waiting" if task.schedule_type == ScheduleType.NONE else "none planned"
@@ -160,9 +160,12 @@ def _fire_text(moment: datetime) -> str:
 def preview_of(task: Task, *, now: datetime | None = None) -> dict[str, Any]:
     """The JSON the task page shows: the schedule in words and the next fire times."""
     fires = selectors.task_preview(task=task, count=PREVIEW_COUNT, now=now)
+    words = schedule_in_words(task)
+    if task.paused and not task._state.adding:
+        words += "; paused: these fires come only once it is resumed"
     return {
         "schedule_type": task.schedule_type,
-        "description": schedule_in_words(task),
+        "description": words,
         "timezone": task.timezone or "UTC",
         "fires": [
             {
