@@ -70,8 +70,13 @@ def duration(ms: float | int | None) -> str:
     return f"{seconds:.1f} s" if abs(seconds) < 100 else f"{seconds:.0f} s"
 
 
-def badge(status: str) -> SafeString:
-    """A status badge; its colour comes from ``admin.css`` (``.tasks-<status>``)."""
+def badge(status: str, *, title: str = "") -> SafeString:
+    """A status badge; its colour comes from ``admin.css`` (``.tasks-<status>``); ``title``
+    is shown on hover."""
+    if title:
+        return format_html(
+            '<span class="tasks-badge tasks-{}" title="{}">{}</span>', status, title, status
+        )
     return format_html('<span class="tasks-badge tasks-{}">{}</span>', status, status)
 
 

@@ -47,3 +47,11 @@ def test_a_paused_tasks_next_run_is_none_everywhere(operator) -> None:
     assert json.loads(cli("get", "nightly", "--json"))["next_run_at"] is not None
     row = next(line for line in cli("list").splitlines() if line.startswith("nightly"))
     assert "none" not in row and row.split("  ")[-1].strip().startswith("in ")
+
+
+def test_the_task_page_says_what_its_status_means(operator) -> None:
+    services.task_create(id="by-hand", action="noop")
+    page = operator.get(reverse("admin:tasks_app_task_change", args=["by-hand"])).content.decode()
+    assert "no run has ended yet and none is waiting" in page
+    listing = operator.get(reverse("admin:tasks_app_task_changelist")).content.decode()
+    assert 'title="no run has ended yet and none is waiting">created<' in listing
