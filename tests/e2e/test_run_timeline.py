@@ -66,3 +66,6 @@ def test_every_run_of_a_real_worker_and_beat_keeps_its_order(worker, beat_factor
         assert from_api == stored
         problems += [f"{run.trigger} run {run.id}: {p}" for p in out_of_order(stored)]
     assert problems == []
+    # An on-demand task whose runs have all completed says so (not "pending").
+    on_demand.state.refresh_from_db()
+    assert on_demand.state.status == "completed"
