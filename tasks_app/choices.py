@@ -99,8 +99,8 @@ class Trigger(models.TextChoices):
     SCHEDULE = "schedule"
     RETRY = "retry"
     BACKFILL = "backfill"
-    API = "api"
-    CLI = "cli"
+    API = "api", "API"
+    CLI = "cli", "CLI"
     ADMIN = "admin"
 
 
