@@ -21,6 +21,7 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -334,7 +335,7 @@ def svg_lateness(points: list[overview.MinuteLateness], minutes: list[datetime])
             coords.append(f"{x:.1f},{y:.1f}")
             parts.append(
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" class="{line}"><title>'
-                f"{p.minute:%H:%M} UTC {attr[:3]} {duration(getattr(p, attr))} ({p.count} runs)"
+                f"{p.minute:%H:%M} UTC {attr[:3]} {duration(getattr(p, attr))} ({p.count} run{pluralize(p.count)})"
                 "</title></circle>"
             )
         if coords:
