@@ -102,3 +102,17 @@ def test_the_index_says_where_tasks_and_periodic_tasks_meet(ops) -> None:
     row.locator("a", has_text="Periodic tasks").click()
     page.locator("#periodic-tasks-note").wait_for()
     assert "edit the task, not the entry" in page.locator("#periodic-tasks-note").inner_text()
+
+
+def test_choosing_cron_before_typing_one_asks_the_server_nothing(ops) -> None:
+    page, base = ops
+    refused: list[str] = []
+    page.on("response", lambda r: refused.append(r.url) if r.status >= 400 else None)
+    page.goto(f"{base}/admin/tasks_app/task/add/")
+    page.select_option("#id_schedule_type", "cron")
+    words = page.locator("#schedule-preview .tasks-words")
+    words.filter(has_text="Type a cron expression").wait_for()
+    page.fill("#id_cron", "30 2 * * 1-5")
+    page.locator("#schedule-preview .tasks-fires li").first.wait_for()
+    assert "Type a cron expression" not in words.inner_text()
+    assert refused == []
