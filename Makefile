@@ -61,9 +61,12 @@ $(STAMP): pyproject.toml
 run: install
 	PORT=$(PORT) $(PY) -m project.embedded run
 
-# One manage.py command on the same stack: make manage ARGS="tasks list"
+# One manage.py command on the same stack (manage.py finds it): make manage ARGS="tasks list".
+# Only the command's output is printed (the recipe is not echoed). make reports any failure
+# as its own exit status 2, after a line naming the command's ("make: *** [...] Error 1"); a
+# script that tells 1 from 2 runs python manage.py (docs/cli.md).
 manage: install
-	$(PY) -m project.embedded manage $(ARGS)
+	@$(PY) manage.py $(ARGS)
 
 test: install
 	$(TEST_ENV) $(PY) manage.py collectstatic --noinput -v0

@@ -42,6 +42,18 @@ class TaskStatus(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+# What a task's status says, shown beside it in the admin: the lifecycle of its latest run.
+TASK_STATUS_MEANING: dict[str, str] = {
+    TaskStatus.CREATED: "no run has ended yet and none is waiting",
+    TaskStatus.PENDING: "a run is waiting for its time, or its schedule will fire again",
+    TaskStatus.RUNNING: "one of its runs is running now",
+    TaskStatus.COMPLETED: "its latest run completed",
+    TaskStatus.FAILED: "its latest run failed after its retries, or could not start in time",
+    TaskStatus.PAUSED: "fires stopped and delayed runs held until it is resumed; run now still runs",
+    TaskStatus.CANCELLED: "its latest run was cancelled",
+}
+
+
 class RunStatus(models.TextChoices):
     PENDING = "pending"
     QUEUED = "queued"
@@ -87,8 +99,8 @@ class Trigger(models.TextChoices):
     SCHEDULE = "schedule"
     RETRY = "retry"
     BACKFILL = "backfill"
-    API = "api"
-    CLI = "cli"
+    API = "api", "API"
+    CLI = "cli", "CLI"
     ADMIN = "admin"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils import timezone
 
 from .choices import (
     ACTIVE_RUN_STATUSES,
@@ -360,7 +361,11 @@ class Run(StatusGuarded):
     scheduled_for = models.DateTimeField(help_text="The instant this run stands for.")
     due_at = models.DateTimeField()
     expires_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # One clock for a run's timeline (created <= queued <= started <= finished): the clock of
+    # the process that records each step, read when it records it. A fire is created and
+    # queued at the instant of beat's tick (tasks_app.services.firing), hence a default the
+    # service can set rather than auto_now_add, which would stamp it later than its queuing.
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

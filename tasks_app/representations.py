@@ -12,7 +12,7 @@ from rest_framework import serializers
 
 from . import secret_fields
 from .models import Run, RunStatus, Task, TaskStatus, Trigger
-from .selectors import OUTCOME_STATUSES
+from .selectors import OUTCOME_STATUSES, task_next_run_at
 from .services import TASK_FIELDS
 
 
@@ -31,6 +31,13 @@ class JSONObjectField(serializers.JSONField):
         return value
 
 
+class NextRunField(serializers.DateTimeField):
+    """A task's next run, as :func:`tasks_app.selectors.task_next_run_at` defines it."""
+
+    def get_attribute(self, instance: Task) -> Any:
+        return task_next_run_at(instance)
+
+
 class TaskOutputSerializer(serializers.ModelSerializer):
     serializer_field_mapping = {
         **serializers.ModelSerializer.serializer_field_mapping,
@@ -40,8 +47,10 @@ class TaskOutputSerializer(serializers.ModelSerializer):
     status = serializers.ChoiceField(
         source="state.status", choices=TaskStatus.choices, read_only=True
     )
-    next_run_at = serializers.DateTimeField(
-        source="state.next_run_at", allow_null=True, read_only=True
+    next_run_at = NextRunField(
+        allow_null=True,
+        read_only=True,
+        help_text="The next run due; null while the task is paused (and when none is planned).",
     )
     fire_count = serializers.IntegerField(source="state.fire_count", read_only=True)
     consecutive_failures = serializers.IntegerField(

@@ -25,6 +25,6 @@ buttons), ``views`` (overview, preview, payload check, presentation), ``overview
 data), ``paging``.
 """
 
-from . import runs, site, tasks, tokens
+from . import periodic, runs, site, tasks, tokens
 
-__all__ = ["runs", "site", "tasks", "tokens"]
+__all__ = ["periodic", "runs", "site", "tasks", "tokens"]

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from ..choices import TASK_STATUS_MEANING
 from ..models import Task, TaskAuditEntry
 from . import views as admin_views
 from .views import badge, duration, instant
@@ -34,7 +35,17 @@ class TaskColumns:
 
     @admin.display(description="status", ordering="state__status")
     def status_badge(self, task: Task) -> SafeString:
-        return badge(task.state.status)
+        status = task.state.status
+        return badge(status, title=TASK_STATUS_MEANING.get(status, ""))
+
+    @admin.display(description="status")
+    def status_explained(self, task: Task) -> SafeString:
+        status = task.state.status
+        return format_html(
+            '{} <span class="tasks-muted" id="task-status-meaning">{}</span>',
+            badge(status),
+            TASK_STATUS_MEANING.get(status, ""),
+        )
 
     @admin.display(description="next run", ordering="state__next_run_at")
     def next_run(self, task: Task) -> SafeString | str:

@@ -57,7 +57,7 @@ class TaskAdmin(TaskColumns, admin.ModelAdmin):
     list_filter = ("state__status", "action", "schedule_type", "paused", "queue")
     search_fields = ("id", "name")
     readonly_fields = (
-        "status_badge",
+        "status_explained",
         "next_run",
         "paused",
         "pause_note",
@@ -106,7 +106,7 @@ class TaskAdmin(TaskColumns, admin.ModelAdmin):
             "State",
             {
                 "fields": (
-                    "status_badge",
+                    "status_explained",
                     "next_run",
                     "alarm",
                     "paused",

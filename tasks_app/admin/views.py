@@ -21,6 +21,7 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -70,8 +71,13 @@ def duration(ms: float | int | None) -> str:
     return f"{seconds:.1f} s" if abs(seconds) < 100 else f"{seconds:.0f} s"
 
 
-def badge(status: str) -> SafeString:
-    """A status badge; its colour comes from ``admin.css`` (``.tasks-<status>``)."""
+def badge(status: str, *, title: str = "") -> SafeString:
+    """A status badge; its colour comes from ``admin.css`` (``.tasks-<status>``); ``title``
+    is shown on hover."""
+    if title:
+        return format_html(
+            '<span class="tasks-badge tasks-{}" title="{}">{}</span>', status, title, status
+        )
     return format_html('<span class="tasks-badge tasks-{}">{}</span>', status, status)
 
 
@@ -86,9 +92,9 @@ def next_run_state(
     without a recurring schedule has no fires: its next run is its earliest waiting run.
     """
     now = now or timezone.now()
+    next_run_at = selectors.task_next_run_at(task)
     if task.paused:
-        return "none: paused" if compact else "none while paused (resume to continue)"
-    next_run_at = task.state.next_run_at
+        return selectors.NEXT_RUN_PAUSED_SHORT if compact else selectors.NEXT_RUN_PAUSED
     if task.schedule_type not in RECURRING:
         if next_run_at is None:
             return "none waiting" if task.schedule_type == ScheduleType.NONE else "none planned"
@@ -160,9 +166,12 @@ def _fire_text(moment: datetime) -> str:
 def preview_of(task: Task, *, now: datetime | None = None) -> dict[str, Any]:
     """The JSON the task page shows: the schedule in words and the next fire times."""
     fires = selectors.task_preview(task=task, count=PREVIEW_COUNT, now=now)
+    words = schedule_in_words(task)
+    if task.paused and not task._state.adding:
+        words += "; paused: these fires come only once it is resumed"
     return {
         "schedule_type": task.schedule_type,
-        "description": schedule_in_words(task),
+        "description": words,
         "timezone": task.timezone or "UTC",
         "fires": [
             {
@@ -326,7 +335,7 @@ def svg_lateness(points: list[overview.MinuteLateness], minutes: list[datetime])
             coords.append(f"{x:.1f},{y:.1f}")
             parts.append(
                 f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" class="{line}"><title>'
-                f"{p.minute:%H:%M} UTC {attr[:3]} {duration(getattr(p, attr))} ({p.count} runs)"
+                f"{p.minute:%H:%M} UTC {attr[:3]} {duration(getattr(p, attr))} ({p.count} run{pluralize(p.count)})"
                 "</title></circle>"
             )
         if coords:

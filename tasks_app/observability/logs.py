@@ -96,3 +96,14 @@ def run_fields(run: Any) -> dict[str, Any]:
 def run_log(logger: logging.Logger, run: Any) -> RunLogAdapter:
     """``run_log(log, run).info("run completed")`` → a line carrying the run's fields."""
     return RunLogAdapter(logger, run_fields(run))
+
+
+def quiet_console(verbosity: int) -> None:
+    """A command-line call prints its result only: below ``-v 2`` the root logger's handlers
+    (the console of ``LOGGING``) pass warnings and errors, not the INFO lines a service logs
+    for the processes' logs (``task ... created by cli:root``). The audit trail records the
+    call either way; ``-v 2`` shows the lines."""
+    if verbosity >= 2:
+        return
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(max(handler.level, logging.WARNING))

@@ -15,10 +15,13 @@ from .runs import (
 )
 from .tasks import (
     MAX_PREVIEW,
+    NEXT_RUN_PAUSED,
+    NEXT_RUN_PAUSED_SHORT,
     TASK_RANGES,
     Fire,
     overdue_fire,
     task_list,
+    task_next_run_at,
     task_preview,
     tasks_in_alarm,
 )
@@ -26,6 +29,8 @@ from .tasks import (
 __all__ = [
     "DEAD_STATUSES",
     "MAX_PREVIEW",
+    "NEXT_RUN_PAUSED",
+    "NEXT_RUN_PAUSED_SHORT",
     "OUTCOME_STATUSES",
     "RUN_RANGES",
     "TASK_RANGES",
@@ -39,6 +44,7 @@ __all__ = [
     "run_outcome",
     "run_tally_totals",
     "task_list",
+    "task_next_run_at",
     "task_preview",
     "tasks_in_alarm",
 ]

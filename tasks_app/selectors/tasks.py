@@ -20,6 +20,18 @@ MAX_PREVIEW = 100
 TASK_RANGES = {"next_run": "state__next_run_at", "created": "created_at"}
 
 
+# A paused task's next run, in words, wherever one is shown (admin, CLI): short in a list.
+NEXT_RUN_PAUSED = "none while paused (resume to continue)"
+NEXT_RUN_PAUSED_SHORT = "none: paused"
+
+
+def task_next_run_at(task: Task) -> datetime | None:
+    """The task's next run as every view shows it: ``None`` while the task is paused (it
+    fires nothing and holds its delayed runs; resuming recomputes the next fire), otherwise
+    the stored ``next_run_at``."""
+    return None if task.paused else task.state.next_run_at
+
+
 def task_list(
     *,
     status: list[str] | None = None,

@@ -150,6 +150,7 @@ def _fire_tasks(
                 task.catchup,
             )
         for run in task_runs:
+            run.created_at = now  # recorded at the tick, and (when due soon) queued then too
             if run.due_at <= release_by:
                 run.status, run.queued_at = RunStatus.QUEUED, now
         runs.extend(task_runs)

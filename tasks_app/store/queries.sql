@@ -155,8 +155,10 @@ RETURNING task_id;
 
 -- name: queue_runs
 -- pending -> queued, for those of the given runs still pending (released onto the broker).
+-- A run created while the release pass ran (after its now was read) is queued at its
+-- creation, not before it.
 UPDATE tasks_app_run
-   SET status = 'queued', queued_at = %(now)s
+   SET status = 'queued', queued_at = GREATEST(%(now)s, created_at)
  WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'pending';
 
 -- name: unqueue_runs

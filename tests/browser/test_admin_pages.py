@@ -249,7 +249,7 @@ def test_runs_to_the_second_in_a_list_that_fits_and_truthful_states(
     services.task_pause(task=every, note="Vendor maintenance until 16:00 UTC", by="ops")
     page.goto(f"{base}/admin/tasks_app/task/heartbeat-ping/change/")
     header = page.locator("#task-cockpit .tasks-badge")
-    state = page.locator(".field-status_badge .tasks-badge")
+    state = page.locator(".field-status_explained .tasks-badge")
     colour = "el => getComputedStyle(el).backgroundColor"
     assert header.inner_text() == state.inner_text() == "paused"
     assert header.evaluate(colour) == state.evaluate(colour)

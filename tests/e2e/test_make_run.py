@@ -228,6 +228,14 @@ def test_make_run_is_the_embedded_stack_end_to_end(tmp_path: Path) -> None:
                 os.killpg(proc.pid, signal.SIGKILL)
     output = log_path.read_text()
     assert "embedded | stopped cleanly" in output, output[-3000:]
+    # No Python warning at start-up or shutdown (Celery's about running as root is true then).
+    warned = [
+        line
+        for line in output.splitlines()
+        if re.search(r"\w+Warning\b", line)
+        and not (os.geteuid() == 0 and "SecurityWarning" in line)
+    ]
+    assert warned == [], warned
     # GNU make re-raises the SIGINT it got itself once its recipe (the launcher) has ended.
     assert proc.returncode in (0, -signal.SIGINT), output[-3000:]
     assert "Error" not in output.split("embedded | stopped cleanly")[-1]

@@ -40,7 +40,7 @@ def report(**env: str) -> str:
 
 def test_celery_report_shows_no_password() -> None:
     out = report(**SECRETS)
-    assert "CELERY_BROKER_URL: 'amqp://app:********@mq.internal:5672/tasks'" in out
+    assert "broker_url: 'amqp://app:********@mq.internal:5672/tasks'" in out
     # Only Celery's own settings: not Django's caches, database or secret key, masked or not.
     assert "CACHES" not in out and "DATABASES" not in out and "SECRET_KEY" not in out
     assert [p for p in PASSWORDS if p in out] == []
@@ -49,7 +49,7 @@ def test_celery_report_shows_no_password() -> None:
 def test_celery_report_masks_the_postgres_broker_too() -> None:
     # No CELERY_BROKER_URL: the database URL (with its password) is the broker's.
     out = report(**{k: v for k, v in SECRETS.items() if k != "CELERY_BROKER_URL"})
-    assert "CELERY_BROKER_URL: 'postgres://app:********@db.internal:5432/tasks'" in out
+    assert "broker_url: 'postgres://app:********@db.internal:5432/tasks'" in out
     assert [p for p in PASSWORDS if p in out] == []
 
 
@@ -80,6 +80,6 @@ def test_a_workers_conf_answer_shows_no_password(_session_queue, process_logs) -
     finally:
         worker.stop()
     text = repr(answers[name])
-    assert "CELERY_BROKER_URL" in text and "********" in text
+    assert "broker_url" in text and "********" in text
     assert f":{password}@" not in text
     assert "db-pw-0f3a" not in text and "secret-key-5b8e" not in text

@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tasks_app import tokens
+from tasks_app.observability.logs import quiet_console
 
 
 class Command(BaseCommand):
@@ -35,6 +36,7 @@ class Command(BaseCommand):
         revoke.add_argument("--key", default=None, help="the first characters shown by list")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        quiet_console(options["verbosity"])
         username = options["username"]
         model = get_user_model()
         try:

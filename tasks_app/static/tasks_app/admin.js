@@ -43,11 +43,12 @@
   window.tasksAnnotateTimes = annotateAll;
   document.addEventListener("DOMContentLoaded", function () {
     annotateAll();
-    // The run list is the widest page: start it with the app sidebar folded, so every
-    // column fits 1,400 px; the » toggle still opens it.
+    // The run and task lists are the widest pages: start them with the app sidebar folded,
+    // so every column fits 1,400 px; the » toggle still opens it.
     var body = document.body;
     var main = document.getElementById("main");
-    if (main && body.classList.contains("model-run") && body.classList.contains("change-list")) {
+    var wide = body.classList.contains("model-run") || body.classList.contains("model-task");
+    if (main && wide && body.classList.contains("change-list")) {
       main.classList.remove("shifted");
     }
   });

@@ -60,6 +60,19 @@
   function refresh() {
     var box = document.getElementById("schedule-preview");
     if (!box) { return; }
+    // A kind just chosen, its field still empty: say what to type, ask the server nothing
+    // (it would answer that the field is required, a 400 in the browser's console).
+    var kind = el("schedule_type") ? el("schedule_type").value : "none";
+    var needed = { cron: "cron", interval: "interval_seconds", once: "run_at_0" }[kind];
+    if (needed && el(needed) && !el(needed).value.trim()) {
+      box.querySelector(".tasks-fires").innerHTML = "";
+      box.querySelector(".tasks-preview-error").hidden = true;
+      box.querySelector(".tasks-words").textContent =
+        { cron: "Type a cron expression", interval: "Type the interval in seconds",
+          once: "Choose the date and time" }[kind] + " to see the next fires.";
+      box.setAttribute("data-state", "ready");
+      return;
+    }
     var params = new URLSearchParams();
     FIELDS.forEach(function (name) {
       var input = el(name);

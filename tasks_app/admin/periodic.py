@@ -1,0 +1,53 @@
+"""django-celery-beat's own *Periodic tasks* pages, where they meet our *Tasks*.
+
+A recurring task owns one ``PeriodicTask`` (``task:<id>``), kept in step by the services and
+shown in django-celery-beat's admin. Those pages get a column naming the owning task, a note
+on the list, and on an owned entry's page a note that it is managed from its task, with a
+link: a change made there does not change when the task runs (beat fires owned entries from
+the task) and is replaced at the task's next save. Entries added there by hand are fired by
+django-celery-beat's own machinery, as usual.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django_celery_beat.admin import PeriodicTaskAdmin
+from django_celery_beat.models import PeriodicTask
+
+from ..models import Task
+
+if admin.site.is_registered(PeriodicTask):
+    admin.site.unregister(PeriodicTask)
+
+
+@admin.register(PeriodicTask)
+class OwnedPeriodicTaskAdmin(PeriodicTaskAdmin):
+    change_list_template = "admin/tasks_app/periodictask/change_list.html"
+    change_form_template = "admin/tasks_app/periodictask/change_form.html"
+    list_display = (*PeriodicTaskAdmin.list_display, "managed_by")
+
+    @admin.display(description="managed by")
+    def managed_by(self, entry: PeriodicTask) -> SafeString | str:
+        task = Task.objects.filter(periodic_task=entry).only("id").first()
+        if task is None:
+            return "this page"
+        url = reverse("admin:tasks_app_task_change", args=[task.pk])
+        return format_html('task <a href="{}">{}</a>', url, task.pk)
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        context = dict(extra_context or {})
+        if object_id is not None and object_id.isdigit():
+            context["owner_task"] = Task.objects.filter(periodic_task_id=int(object_id)).first()
+        return super().changeform_view(request, object_id, form_url, context)
