@@ -1,0 +1,205 @@
+"""A declared set written as sets (``tasks sync``): the rows ``task_save`` and
+``task_delete`` write one task at a time, written here in a few statements for the whole set.
+
+:func:`create_recurring` inserts new interval and cron tasks with their beat entries
+(django-celery-beat's ``IntervalSchedule`` / ``CrontabSchedule`` rows looked up or created
+once per distinct schedule, one ``PeriodicTask`` per task, as ``sync_periodic_task`` writes
+it), plans their first fires in one statement (``tasks_plan_fires``) and writes their
+"created" audit entries. :func:`remove_unused` releases and deletes removed tasks that never
+ran, with their beat entries and both audit entries. Neither marks django-celery-beat's
+``PeriodicTasks`` changed: the caller does that once for the whole set.
+
+The definitions were checked before (``schedules_sync.schedules_plan``): nothing here
+validates again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+from .. import secret_fields, store
+from ..models import Run, ScheduleType, Task, TaskAuditEntry
+from ..timing import scheduling
+from ..timing.task_schedule import first_fire
+from .audit import plain
+from .schedule_sync import EXECUTE_TASK
+from .tasks import TASK_FIELDS
+
+BATCH = 5000
+
+CronKey = tuple[str, str, str, str, str, str]
+
+
+def create_recurring(tasks: list[Task], *, module: str, by: str) -> None:
+    """Insert ``tasks`` (new, recurring, checked) as ``task_save`` would, one set at a time."""
+    if not tasks:
+        return
+    now = timezone.now()
+    intervals = _intervals({t.interval_seconds for t in tasks if _is_interval(t)})
+    crons = {t.pk: _cron_key(t) for t in tasks if not _is_interval(t)}
+    crontabs = _crontabs(set(crons.values()))
+    periodic = [
+        PeriodicTask(
+            name=f"task:{t.id}",
+            task=EXECUTE_TASK,
+            kwargs=json.dumps({"task_id": t.id}),
+            interval_id=intervals[t.interval_seconds] if _is_interval(t) else None,
+            crontab_id=None if _is_interval(t) else crontabs[crons[t.pk]],
+            enabled=not t.paused,
+            # What PeriodicTask.save stores for empty values.
+            queue=t.queue or None,
+            exchange=None,
+            routing_key=None,
+            priority=t.priority,
+            description=f"Owned by task {t.id}; edit the task, not this entry.",
+        )
+        for t in tasks
+    ]
+    PeriodicTask.objects.bulk_create(periodic, batch_size=BATCH)
+    for task, entry in zip(tasks, periodic, strict=True):
+        task.declared_in = module
+        task.periodic_task = entry
+    Task.objects.bulk_create(tasks, batch_size=BATCH)  # a trigger inserts each state row
+    for start in range(0, len(tasks), BATCH):
+        chunk = tasks[start : start + BATCH]
+        store.execute(
+            "tasks_plan_fires",
+            {
+                "task_ids": [t.pk for t in chunk],
+                "first_fires": [first_fire(t, now=now) for t in chunk],
+            },
+        )
+    TaskAuditEntry.objects.bulk_create(
+        (
+            TaskAuditEntry(
+                task_id=t.pk,
+                event="created",
+                by=by,
+                changes={f: [None, plain(_shown(t, f))] for f in (*TASK_FIELDS, "declared_in")},
+            )
+            for t in tasks
+        ),
+        batch_size=BATCH,
+    )
+
+
+def remove_unused(task_ids: Iterable[str], *, module: str, by: str) -> set[str]:
+    """Release and delete the tasks of ``task_ids`` that have no runs (and their beat
+    entries), as ``tasks sync`` removes one; the ids it removed. Tasks with runs are left
+    to the caller (they are paused, not deleted)."""
+    ids = list(task_ids)
+    if not ids:
+        return set()
+    with_runs = set(
+        Run.objects.filter(task_id__in=ids).values_list("task_id", flat=True).distinct()
+    )
+    gone = [i for i in ids if i not in with_runs]
+    if not gone:
+        return set()
+    periodic_ids = list(
+        Task.objects.filter(pk__in=gone, periodic_task__isnull=False).values_list(
+            "periodic_task_id", flat=True
+        )
+    )
+    note = f"no longer declared in {module}"
+    TaskAuditEntry.objects.bulk_create(
+        (
+            entry
+            for task_id in gone
+            for entry in (
+                TaskAuditEntry(task_id=task_id, event="released", by=by, note=note),
+                TaskAuditEntry(task_id=task_id, event="deleted", by=by),
+            )
+        ),
+        batch_size=BATCH,
+    )
+    Task.objects.filter(pk__in=gone).delete()
+    if periodic_ids:
+        # In SQL: PeriodicTask.delete() would mark PeriodicTasks changed once per entry.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"DELETE FROM {PeriodicTask._meta.db_table} WHERE id = ANY(%s)",  # noqa: S608
+                [periodic_ids],
+            )
+    return set(gone)
+
+
+def _is_interval(task: Task) -> bool:
+    return task.schedule_type == ScheduleType.INTERVAL
+
+
+def _shown(task: Task, name: str) -> Any:
+    """A field as the audit trail records it: secret payload fields as "set"."""
+    value = getattr(task, name)
+    return secret_fields.payload_masked(task.action, value) if name == "payload" else value
+
+
+def _cron_key(task: Task) -> CronKey:
+    fields = scheduling.parse_cron(task.cron)
+    minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
+    return (minute, hour, dom, month, dow, str(task.timezone))
+
+
+def _intervals(seconds: set[int | None]) -> dict[int | None, int]:
+    """``IntervalSchedule`` ids by seconds, created where missing (``get_or_create``)."""
+    found: dict[int | None, int] = {}
+    for every, pk in (
+        IntervalSchedule.objects.filter(period=IntervalSchedule.SECONDS, every__in=seconds)
+        .order_by("-pk")
+        .values_list("every", "pk")
+    ):
+        found[every] = pk
+    missing = [
+        IntervalSchedule(every=every, period=IntervalSchedule.SECONDS)
+        for every in sorted(s for s in seconds - set(found) if s is not None)
+    ]
+    IntervalSchedule.objects.bulk_create(missing, batch_size=BATCH)
+    found.update({entry.every: entry.pk for entry in missing})
+    return found
+
+
+def _crontabs(keys: set[CronKey]) -> dict[CronKey, int]:
+    """``CrontabSchedule`` ids by their fields and zone, created where missing."""
+    found: dict[CronKey, int] = {}
+    if not keys:
+        return found
+    for *values, pk in (
+        CrontabSchedule.objects.filter(
+            minute__in={k[0] for k in keys},
+            hour__in={k[1] for k in keys},
+            timezone__in={k[5] for k in keys},
+        )
+        .order_by("-pk")
+        .values_list(
+            "minute", "hour", "day_of_month", "month_of_year", "day_of_week", "timezone", "pk"
+        )
+    ):
+        key = _key(values)
+        if key in keys:
+            found[key] = pk
+    missing_keys = sorted(keys - set(found))
+    missing = [
+        CrontabSchedule(
+            minute=k[0],
+            hour=k[1],
+            day_of_month=k[2],
+            month_of_year=k[3],
+            day_of_week=k[4],
+            timezone=k[5],
+        )
+        for k in missing_keys
+    ]
+    CrontabSchedule.objects.bulk_create(missing, batch_size=BATCH)
+    found.update({k: entry.pk for k, entry in zip(missing_keys, missing, strict=True)})
+    return found
+
+
+def _key(values: list[Any]) -> CronKey:
+    minute, hour, dom, month, dow, zone = values
+    return (minute, hour, dom, month, dow, str(zone))
