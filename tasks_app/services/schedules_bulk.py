@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -29,7 +30,7 @@ from ..timing import scheduling
 from ..timing.task_schedule import first_fire
 from .audit import plain
 from .schedule_sync import EXECUTE_TASK
-from .tasks import TASK_FIELDS
+from .tasks import SCHEDULE_FIELDS, TASK_FIELDS
 
 BATCH = 5000
 
@@ -41,40 +42,14 @@ def create_recurring(tasks: list[Task], *, module: str, by: str) -> None:
     if not tasks:
         return
     now = timezone.now()
-    intervals = _intervals({t.interval_seconds for t in tasks if _is_interval(t)})
-    crons = {t.pk: _cron_key(t) for t in tasks if not _is_interval(t)}
-    crontabs = _crontabs(set(crons.values()))
-    periodic = [
-        PeriodicTask(
-            name=f"task:{t.id}",
-            task=EXECUTE_TASK,
-            kwargs=json.dumps({"task_id": t.id}),
-            interval_id=intervals[t.interval_seconds] if _is_interval(t) else None,
-            crontab_id=None if _is_interval(t) else crontabs[crons[t.pk]],
-            enabled=not t.paused,
-            # What PeriodicTask.save stores for empty values.
-            queue=t.queue or None,
-            exchange=None,
-            routing_key=None,
-            priority=t.priority,
-            description=f"Owned by task {t.id}; edit the task, not this entry.",
-        )
-        for t in tasks
-    ]
+    entries = _entries(tasks)
+    periodic = [PeriodicTask(**entries[t.pk]) for t in tasks]
     PeriodicTask.objects.bulk_create(periodic, batch_size=BATCH)
     for task, entry in zip(tasks, periodic, strict=True):
         task.declared_in = module
         task.periodic_task = entry
     Task.objects.bulk_create(tasks, batch_size=BATCH)  # a trigger inserts each state row
-    for start in range(0, len(tasks), BATCH):
-        chunk = tasks[start : start + BATCH]
-        store.execute(
-            "tasks_plan_fires",
-            {
-                "task_ids": [t.pk for t in chunk],
-                "first_fires": [first_fire(t, now=now) for t in chunk],
-            },
-        )
+    _plan_fires(tasks, now=now, replan=set(tasks))
     TaskAuditEntry.objects.bulk_create(
         (
             TaskAuditEntry(
@@ -87,6 +62,87 @@ def create_recurring(tasks: list[Task], *, module: str, by: str) -> None:
         ),
         batch_size=BATCH,
     )
+
+
+def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
+    """Write the changed definitions ``tasks`` (checked; each with its stored task's id)
+    as ``task_save`` would, where the stored and the new schedule both recur and the stored
+    one has its beat entry; the ids it wrote (the others are left to the caller)."""
+    if not tasks:
+        return set()
+    now = timezone.now()
+    stored = {
+        t.pk: t
+        for t in Task.objects.select_for_update(of=("self",))
+        .select_related("periodic_task")
+        .filter(pk__in=[t.pk for t in tasks])
+    }
+    mine = [
+        t
+        for t in tasks
+        if t.is_recurring
+        and (previous := stored.get(t.pk)) is not None
+        and previous.is_recurring
+        and previous.periodic_task is not None
+    ]
+    if not mine:
+        return set()
+    replan: set[Task] = set()
+    audits: list[TaskAuditEntry] = []
+    loaded: list[Task] = []
+    for desired in mine:
+        # As the per-task path does: the stored task, its definition replaced.
+        task = stored[desired.pk]
+        names = (*TASK_FIELDS, "declared_in")
+        before = {f: getattr(task, f) for f in names}
+        for name in TASK_FIELDS:
+            setattr(task, name, getattr(desired, name))
+        task.declared_in = module
+        task.payload = secret_fields.payload_merged(
+            task.action, task.payload, stored_action=before["action"], stored=before["payload"]
+        )
+        flagged = bool(task.schedule_error)
+        if flagged:  # an edit clears beat's schedule-error flag and its alarm
+            task.schedule_error, task.alarm_since, task.alarm_note = "", None, ""
+        task.updated_at = now
+        if flagged or any(before[f] != getattr(task, f) for f in SCHEDULE_FIELDS):
+            replan.add(task)
+        changes = {
+            f: [
+                plain(_masked(before["action"], f, before[f])),
+                plain(_masked(task.action, f, getattr(task, f))),
+            ]
+            for f in names
+            if before[f] != getattr(task, f)
+        }
+        if changes:
+            audits.append(TaskAuditEntry(task_id=task.pk, event="updated", by=by, changes=changes))
+        loaded.append(task)
+    mine = loaded
+    columns = [
+        f.name
+        for f in Task._meta.concrete_fields
+        if not f.primary_key and f.name not in ("periodic_task", "created_at")
+    ]
+    Task.objects.bulk_update(mine, columns, batch_size=1000)
+    _plan_fires(mine, now=now, replan=replan)
+    entries = _entries(mine)
+    for task in mine:
+        entry = stored[task.pk].periodic_task
+        assert entry is not None
+        for name, value in entries[task.pk].items():
+            setattr(entry, name, value)
+        entry.date_changed = now
+        if not entry.enabled:
+            entry.last_run_at = None
+        task.periodic_task = entry
+    PeriodicTask.objects.bulk_update(
+        [t.periodic_task for t in mine if t.periodic_task is not None],
+        [*next(iter(entries.values())), "date_changed", "last_run_at"],
+        batch_size=1000,
+    )
+    TaskAuditEntry.objects.bulk_create(audits, batch_size=BATCH)
+    return {t.pk for t in mine}
 
 
 def remove_unused(task_ids: Iterable[str], *, module: str, by: str) -> set[str]:
@@ -130,14 +186,56 @@ def remove_unused(task_ids: Iterable[str], *, module: str, by: str) -> set[str]:
     return set(gone)
 
 
+def _entries(tasks: list[Task]) -> dict[str, dict[str, Any]]:
+    """Each task's beat entry as ``sync_periodic_task`` writes it (field: value), with the
+    schedules' rows looked up or created once per distinct schedule."""
+    intervals = _intervals({t.interval_seconds for t in tasks if _is_interval(t)})
+    crons = {t.pk: _cron_key(t) for t in tasks if not _is_interval(t)}
+    crontabs = _crontabs(set(crons.values()))
+    return {
+        t.pk: {
+            "name": f"task:{t.id}",
+            "task": EXECUTE_TASK,
+            "kwargs": json.dumps({"task_id": t.id}),
+            "interval_id": intervals[t.interval_seconds] if _is_interval(t) else None,
+            "crontab_id": None if _is_interval(t) else crontabs[crons[t.pk]],
+            "enabled": not t.paused,
+            # What PeriodicTask.save stores for empty values.
+            "queue": t.queue or None,
+            "exchange": None,
+            "routing_key": None,
+            "priority": t.priority,
+            "description": f"Owned by task {t.id}; edit the task, not this entry.",
+        }
+        for t in tasks
+    }
+
+
+def _plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task]) -> None:
+    """``task_plan_fires`` of each task (its first fire from ``now`` if in ``replan``)."""
+    for start in range(0, len(tasks), BATCH):
+        chunk = tasks[start : start + BATCH]
+        store.execute(
+            "tasks_plan_fires",
+            {
+                "task_ids": [t.pk for t in chunk],
+                "replans": [t in replan for t in chunk],
+                "first_fires": [first_fire(t, now=now) for t in chunk],
+            },
+        )
+
+
 def _is_interval(task: Task) -> bool:
     return task.schedule_type == ScheduleType.INTERVAL
 
 
 def _shown(task: Task, name: str) -> Any:
+    return _masked(task.action, name, getattr(task, name))
+
+
+def _masked(action: str, name: str, value: Any) -> Any:
     """A field as the audit trail records it: secret payload fields as "set"."""
-    value = getattr(task, name)
-    return secret_fields.payload_masked(task.action, value) if name == "payload" else value
+    return secret_fields.payload_masked(action, value) if name == "payload" else value
 
 
 def _cron_key(task: Task) -> CronKey:

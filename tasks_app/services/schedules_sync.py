@@ -200,10 +200,11 @@ def schedules_plan(module: str | None = None) -> Plan:
 def schedules_apply(plan: Plan, *, bulk: bool = True) -> None:
     """Write ``plan`` in one transaction (nothing is written if any write fails).
 
-    ``bulk`` (the default) writes the new recurring tasks and the removed tasks without runs
-    as sets: a few statements for the whole set instead of some twenty per task, with the
-    same rows as the per-task services (``task_save``, ``task_delete``) write, and the
-    beat entries' "changed" mark set once. The other changes (updates, ``once`` tasks,
+    ``bulk`` (the default) writes the new and changed recurring tasks and the removed tasks
+    without runs as sets (``schedules_bulk``): a few statements for the whole set instead of
+    some twenty per task, with the rows the per-task services (``task_save``,
+    ``task_delete``) write, and django-celery-beat's "changed" mark set once. The other
+    changes (``once`` and on-demand tasks, a schedule that starts or stops recurring,
     removed tasks with runs) go through the per-task services. ``bulk=False`` sends every
     change through them."""
     with transaction.atomic():
@@ -216,14 +217,16 @@ def schedules_apply(plan: Plan, *, bulk: bool = True) -> None:
             for c in plan.changes
             if c.kind == "create" and c.desired is not None and c.desired.is_recurring
         ]
+        updates = [c.desired for c in plan.changes if c.kind == "update" and c.desired is not None]
         removes = [c.task_id for c in plan.changes if c.kind == "remove"]
-        handled = {t.pk for t in creates}
-        handled |= schedules_bulk.remove_unused(removes, module=plan.module, by=SYNC_BY)
+        handled = schedules_bulk.remove_unused(removes, module=plan.module, by=SYNC_BY)
+        handled |= schedules_bulk.update_recurring(updates, module=plan.module, by=SYNC_BY)
         schedules_bulk.create_recurring(creates, module=plan.module, by=SYNC_BY)
+        handled |= {t.pk for t in creates}
         for change in plan.changes:
             if change.task_id not in handled:
                 _apply(change, module=plan.module)
-        if creates or len(handled) > len(creates):
+        if handled:
             PeriodicTasks.update_changed()
 
 

@@ -18,6 +18,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app.models import Run, Task, TaskAuditEntry, Trigger
@@ -424,21 +425,37 @@ def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
 ) -> None:
     from django_celery_beat.models import CrontabSchedule, PeriodicTasks
 
+    from tasks_app.models import TaskState
     from tasks_app.services.schedules_sync import schedules_apply, schedules_plan
 
-    def release(*, bulk: bool) -> tuple[dict[str, object], dict[str, object]]:
+    def release(*, bulk: bool) -> tuple[dict[str, object], list[dict[str, object]]]:
         # A schedule row that exists before the sync is reused, not created again.
         CrontabSchedule.objects.create(minute="0", hour="3", timezone="Europe/Paris")
         declare(MIXED)
         schedules_apply(schedules_plan(), bulk=bulk)
         first = next_fires()
+        # Beat flagged one schedule; an edit clears the flag and its alarm.
+        Task.objects.filter(pk="ny-weekdays").update(
+            schedule_error="no next fire", alarm_since=timezone.now(), alarm_note="flagged"
+        )
+        TaskState.objects.filter(pk="ny-weekdays").update(next_run_at=timezone.now())
         kept = [d for d in MIXED.split("    Schedule(")[1:] if d.split('"')[1] not in DROPPED]
+        changed = (
+            "    Schedule("
+            + d.replace(
+                'cron="0 3 * * *", timezone="Europe/Paris",\n             catchup',
+                'cron="15 4 * * *", timezone="Europe/Paris",\n             catchup',
+            )
+            .replace("interval_seconds=300,\n             priority=3", "interval_seconds=600")
+            .replace('overlap_policy="buffer_one"', 'overlap_policy="skip", priority=7')
+            for d in kept
+        )
         declare(
-            *("    Schedule(" + d for d in kept),
+            *changed,
             'Schedule("added", action="noop", schedule_type="interval", interval_seconds=60),\n',
         )
         schedules_apply(schedules_plan(), bulk=bulk)
-        return written(), first
+        return written(), [first, next_fires()]
 
     per_task, per_task_fires = release(bulk=False)
     erase()
@@ -456,16 +473,23 @@ def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
         "added",
     }
     assert len(bulk["entries"]) == 5  # type: ignore[arg-type]
-    assert bulk["schedule rows"] == (2, 3)  # 300 s and 60 s; Paris (one), New York, Tokyo
+    tasks = bulk["tasks"]
+    assert tasks["paris-3am"]["cron"] == "15 4 * * *"  # type: ignore[index]
+    assert tasks["every-5m"]["interval_seconds"] == 600  # type: ignore[index]
+    assert tasks["ny-weekdays"]["schedule_error"] == ""  # type: ignore[index]
+    assert tasks["ny-weekdays"]["priority"] == 7  # type: ignore[index]
+    # 300, 600 and 60 s; Paris 03:00 and 04:15, New York, Tokyo (rows are never deleted)
+    assert bulk["schedule rows"] == (3, 4)
     assert ("tokyo-daily", "deleted", "tasks sync", "", "[]") in bulk["audit"]  # type: ignore[operator]
-    # The first fires: the same cron instants; one interval after each sync for intervals.
-    for task_id, fire in per_task_fires.items():
-        if fire is None:
-            assert bulk_fires[task_id] is None
-        elif task_id.startswith("every-"):
-            assert abs((bulk_fires[task_id] - fire).total_seconds()) < 60  # type: ignore[operator]
-        else:
-            assert bulk_fires[task_id] == fire, task_id
+    # The next fires: the same cron instants; one interval after the sync for intervals.
+    for fires, fires_too in zip(per_task_fires, bulk_fires, strict=True):
+        assert fires.keys() == fires_too.keys()
+        for task_id, fire in fires.items():
+            if fire is None or task_id.startswith("every-") or task_id == "added":
+                assert (fire is None) == (fires_too[task_id] is None)
+                assert fire is None or abs((fires_too[task_id] - fire).total_seconds()) < 60  # type: ignore[operator]
+            else:
+                assert fires_too[task_id] == fire, task_id
 
 
 def test_beat_fires_the_tasks_a_sync_wrote_at_their_instants(declare: Declare) -> None:
