@@ -6,7 +6,8 @@ few time zones, each with a payload and a policy), the tables the sync writes ar
 and three commands are timed as a release runs them: the first sync (N tasks created), an
 unchanged re-sync, and ``--check``. Then one definition in a hundred is changed and one in
 a hundred removed, and the sync that applies them is timed. Each step's statement count is
-recorded beside its time.
+recorded beside its time (the rows written with ``COPY`` are not statements
+Django sees: two per first sync).
 
 The anchor, in the same run: stock django-celery-beat writing the same N code-declared
 entries (``CELERY_BEAT_SCHEDULE``) into its database, as its ``DatabaseScheduler`` does at
@@ -155,6 +156,10 @@ def _measure(count: int, name: str, path: Path) -> dict[str, Any]:
     path.write_text(module_text(count, changed_every=100))
     update, update_n, update_line = timed()
     sys.modules.pop(name, None)
+    print(
+        json.dumps({"schedules": count, "first": first, "unchanged": again, "changed": update}),
+        flush=True,
+    )
     reset()
     stock_first, stock_first_n = stock_load(stock_entries(count))
     stock_again = stock_update = None

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, models
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
@@ -48,19 +48,19 @@ def create_recurring(tasks: list[Task], *, module: str, by: str) -> None:
     for task, entry in zip(tasks, periodic, strict=True):
         task.declared_in = module
         task.periodic_task = entry
-    Task.objects.bulk_create(tasks, batch_size=BATCH)  # a trigger inserts each state row
+    _copy(Task, tasks)  # a trigger inserts each state row
     _plan_fires(tasks, now=now, replan=set(tasks))
-    TaskAuditEntry.objects.bulk_create(
+    _copy(
+        TaskAuditEntry,
         (
             TaskAuditEntry(
                 task_id=t.pk,
                 event="created",
                 by=by,
-                changes={f: [None, plain(_shown(t, f))] for f in (*TASK_FIELDS, "declared_in")},
+                changes={f: [None, _plain(_shown(t, f))] for f in (*TASK_FIELDS, "declared_in")},
             )
             for t in tasks
         ),
-        batch_size=BATCH,
     )
 
 
@@ -109,8 +109,8 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
             replan.add(task)
         changes = {
             f: [
-                plain(_masked(before["action"], f, before[f])),
-                plain(_masked(task.action, f, getattr(task, f))),
+                _plain(_masked(before["action"], f, before[f])),
+                _plain(_masked(task.action, f, getattr(task, f))),
             ]
             for f in names
             if before[f] != getattr(task, f)
@@ -186,6 +186,25 @@ def remove_unused(task_ids: Iterable[str], *, module: str, by: str) -> set[str]:
     return set(gone)
 
 
+def _copy(model: type[models.Model], objects: Iterable[models.Model]) -> None:
+    """Insert ``objects`` with ``COPY``: the rows ``bulk_create`` inserts (the same values,
+    ``auto_now_add`` included; an automatic primary key left to the database), without
+    building one statement holding every value."""
+    fields = [
+        f
+        for f in model._meta.concrete_fields
+        if not (f.primary_key and isinstance(f, models.AutoField | models.BigAutoField))
+    ]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    sql = f"COPY {connection.ops.quote_name(model._meta.db_table)} ({columns}) FROM STDIN"
+    with connection.cursor() as cursor, connection.wrap_database_errors:
+        with cursor.cursor.copy(sql) as copy:
+            for obj in objects:
+                copy.write_row(
+                    [f.get_db_prep_save(f.pre_save(obj, add=True), connection) for f in fields]
+                )
+
+
 def _entries(tasks: list[Task]) -> dict[str, dict[str, Any]]:
     """Each task's beat entry as ``sync_periodic_task`` writes it (field: value), with the
     schedules' rows looked up or created once per distinct schedule."""
@@ -215,14 +234,12 @@ def _plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task]) -> None:
     """``task_plan_fires`` of each task (its first fire from ``now`` if in ``replan``)."""
     for start in range(0, len(tasks), BATCH):
         chunk = tasks[start : start + BATCH]
-        store.execute(
-            "tasks_plan_fires",
-            {
-                "task_ids": [t.pk for t in chunk],
-                "replans": [t in replan for t in chunk],
-                "first_fires": [first_fire(t, now=now) for t in chunk],
-            },
-        )
+        fires = [
+            {"id": t.pk, "replan": t in replan, "first_fire": fire and fire.isoformat()}
+            for t in chunk
+            for fire in (first_fire(t, now=now),)
+        ]
+        store.execute("tasks_plan_fires", {"fires": json.dumps(fires)})
 
 
 def _is_interval(task: Task) -> bool:
@@ -236,6 +253,13 @@ def _shown(task: Task, name: str) -> Any:
 def _masked(action: str, name: str, value: Any) -> Any:
     """A field as the audit trail records it: secret payload fields as "set"."""
     return secret_fields.payload_masked(action, value) if name == "payload" else value
+
+
+def _plain(value: Any) -> Any:
+    """``audit.plain``, without its JSON round trip for the values that need none."""
+    if value is None or type(value) in (str, int, bool):
+        return value
+    return plain(value)
 
 
 def _cron_key(task: Task) -> CronKey:
