@@ -2,6 +2,7 @@
 
 Scenarios: lateness, beat_throughput, execution, memory, failover (the default set), history
 (on demand: ``python -m bench history``; 20,000,000 runs take ~15 min on a quiet machine),
+sync (on demand: ``tasks sync`` of 1,000 to 100,000 declared schedules beside stock beat),
 plus every module ``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``.
 """
 
@@ -28,6 +29,7 @@ MODULES = {
     "memory": "bench.memory",
     "failover": "bench.failover",
     "history": "bench.history",
+    "sync": "bench.sync",
 }
 
 

@@ -29,10 +29,12 @@ from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django_celery_beat.models import PeriodicTasks
 
 from ..conf import app_settings
 from ..models import Task
 from ..schedules import Schedule
+from . import schedules_bulk
 from .audit import audit, plain
 from .task_rules import validate_task
 from .tasks import TASK_FIELDS, task_delete, task_pause, task_save
@@ -195,11 +197,37 @@ def schedules_plan(module: str | None = None) -> Plan:
     return Plan(module=module, declared=len(declared), changes=changes)
 
 
-def schedules_apply(plan: Plan) -> None:
-    """Write ``plan`` in one transaction (nothing is written if any write fails)."""
+def schedules_apply(plan: Plan, *, bulk: bool = True) -> None:
+    """Write ``plan`` in one transaction (nothing is written if any write fails).
+
+    ``bulk`` (the default) writes the new and changed recurring tasks and the removed tasks
+    without runs as sets (``schedules_bulk``): a few statements for the whole set instead of
+    some twenty per task, with the rows the per-task services (``task_save``,
+    ``task_delete``) write, and django-celery-beat's "changed" mark set once. The other
+    changes (``once`` and on-demand tasks, a schedule that starts or stops recurring,
+    removed tasks with runs) go through the per-task services. ``bulk=False`` sends every
+    change through them."""
     with transaction.atomic():
+        if not bulk:
+            for change in plan.changes:
+                _apply(change, module=plan.module)
+            return
+        creates = [
+            c.desired
+            for c in plan.changes
+            if c.kind == "create" and c.desired is not None and c.desired.is_recurring
+        ]
+        updates = [c.desired for c in plan.changes if c.kind == "update" and c.desired is not None]
+        removes = [c.task_id for c in plan.changes if c.kind == "remove"]
+        handled = schedules_bulk.remove_unused(removes, module=plan.module, by=SYNC_BY)
+        handled |= schedules_bulk.update_recurring(updates, module=plan.module, by=SYNC_BY)
+        schedules_bulk.create_recurring(creates, module=plan.module, by=SYNC_BY)
+        handled |= {t.pk for t in creates}
         for change in plan.changes:
-            _apply(change, module=plan.module)
+            if change.task_id not in handled:
+                _apply(change, module=plan.module)
+        if handled:
+            PeriodicTasks.update_changed()
 
 
 def schedules_sync(module: str | None = None) -> Plan:
@@ -249,6 +277,11 @@ def _desired_task(schedule: Schedule, module: str, current: Task | None) -> Task
         task.clean_fields()
     except ValidationError as exc:
         errors.update(_message_dict(exc))
+    try:
+        task.clean()  # what Postgres cannot store (a NUL character)
+    except ValidationError as exc:
+        for name, messages in _message_dict(exc).items():
+            errors.setdefault(name, messages)
     try:
         validate_task(task, stored=stored)
     except ValidationError as exc:

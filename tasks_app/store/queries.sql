@@ -208,6 +208,19 @@ UPDATE tasks_app_taskstate AS s
   FROM tasks_app_task AS t
  WHERE s.task_id = %(task_id)s AND t.id = s.task_id;
 
+-- name: tasks_plan_fires
+-- task_plan_fires for many tasks at once (``tasks sync``): %(fires)s is a JSON array of
+-- {"id", "replan", "first_fire"}, each task planned the same way.
+UPDATE tasks_app_taskstate AS s
+   SET next_run_at = tasks_app_planned_fire(t, s, v.replan, v.first_fire),
+       status = CASE WHEN t.paused OR s.status IN ('paused', 'running') THEN s.status
+                     ELSE tasks_app_task_status(
+                         t, tasks_app_planned_fire(t, s, v.replan, v.first_fire), s.status)
+                END
+  FROM jsonb_to_recordset(%(fires)s::jsonb) AS v(id varchar, replan boolean, first_fire timestamptz),
+       tasks_app_task AS t
+ WHERE s.task_id = v.id AND t.id = v.id;
+
 -- name: task_after_run
 -- Unpaused tasks once one of their runs ended with run_status (a run status: failed,
 -- cancelled, expired): status and next_run_at by the shared rules.

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app.models import Run, Task, TaskAuditEntry, Trigger
@@ -306,3 +308,204 @@ def test_a_definition_removed_from_code_stops_firing(
     time.sleep(4)  # four more intervals
     assert Run.objects.filter(task_id="tick").count() == settled
     assert fires() >= 2  # its history is kept
+
+
+# -- the set-based writes (schedules_apply's default) against the per-task services -------
+
+MIXED = """
+    Schedule("every-5m", action="noop", schedule_type="interval", interval_seconds=300,
+             priority=3, max_retries=4, retry_backoff_seconds=30),
+    Schedule("every-5m-too", action="noop", schedule_type="interval", interval_seconds=300,
+             overlap_policy="skip", jitter_seconds=20),
+    Schedule("paris-3am", name="Paris", action="echo", payload={"message": "bonjour"},
+             schedule_type="cron", cron="0 3 * * *", timezone="Europe/Paris",
+             catchup="all", catchup_window_seconds=7200, pause_after_failures=3),
+    Schedule("ny-weekdays", action="echo", payload={"message": "hi"}, schedule_type="cron",
+             cron="30 9 * * 1-5", timezone="America/New_York", overlap_policy="buffer_one",
+             start_at=datetime(2030, 1, 1, tzinfo=UTC), end_at=datetime(2031, 1, 1, tzinfo=UTC),
+             max_runs=10, timeout_seconds=60, expires_after_seconds=600),
+    Schedule("tokyo-daily", action="noop", schedule_type="cron", cron="@daily",
+             timezone="Asia/Tokyo", keep_runs_days=3, keep_runs_count=50,
+             alert_after_seconds=900),
+    Schedule("paris-3am-too", action="noop", schedule_type="cron", cron="0 3 * * *",
+             timezone="Europe/Paris"),
+    Schedule("once-next-month", action="noop", schedule_type="once",
+             run_at=datetime.fromisoformat("RUN_AT")),
+    Schedule("on-demand", action="noop"),
+""".replace("RUN_AT", (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0).isoformat())
+DROPPED = ("every-5m-too", "tokyo-daily", "on-demand")
+
+
+def written() -> dict[str, object]:
+    """What a sync wrote, without row ids and write times: tasks, state rows, beat entries
+    (with their schedules' fields), runs, audit entries, schedule rows."""
+    from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+    from tasks_app.models import TaskState
+
+    skip = {"created_at", "updated_at", "periodic_task"}
+    tasks = {
+        t.pk: {f.attname: getattr(t, f.attname) for f in Task._meta.concrete_fields}
+        for t in Task.objects.select_related("periodic_task")
+    }
+    for pk, row in tasks.items():
+        row["periodic_task_id"] = Task.objects.get(pk=pk).periodic_task and f"task:{pk}"
+        for name in skip:
+            row.pop(name, None)
+    entries = {
+        e.name: (
+            e.task,
+            e.kwargs,
+            e.args,
+            e.enabled,
+            e.queue,
+            e.exchange,
+            e.routing_key,
+            e.headers,
+            e.priority,
+            e.description,
+            e.one_off,
+            e.start_time,
+            e.expires,
+            e.last_run_at,
+            e.total_run_count,
+            e.interval and (e.interval.every, e.interval.period),
+            e.crontab
+            and (
+                e.crontab.minute,
+                e.crontab.hour,
+                e.crontab.day_of_month,
+                e.crontab.month_of_year,
+                e.crontab.day_of_week,
+                str(e.crontab.timezone),
+            ),
+        )
+        for e in PeriodicTask.objects.select_related("interval", "crontab")
+    }
+    states = {
+        s.task_id: (s.status, s.consecutive_failures, s.fire_count, s.next_run_at is None)
+        for s in TaskState.objects.all()
+    }
+    runs = sorted(
+        (r.task_id, r.trigger, r.status, r.due_at, r.scheduled_for, r.expires_at)
+        for r in Run.objects.all()
+    )
+    audit = sorted(
+        (a.task_id, a.event, a.by, a.note, repr(sorted(a.changes.items())))
+        for a in TaskAuditEntry.objects.all()
+    )
+    return {
+        "tasks": tasks,
+        "states": states,
+        "entries": entries,
+        "runs": runs,
+        "audit": audit,
+        "schedule rows": (IntervalSchedule.objects.count(), CrontabSchedule.objects.count()),
+    }
+
+
+def next_fires() -> dict[str, object]:
+    from tasks_app.models import TaskState
+
+    return dict(TaskState.objects.values_list("task_id", "next_run_at"))
+
+
+def erase() -> None:
+    from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
+
+    Task.objects.all().delete()
+    TaskAuditEntry.objects.all().delete()
+    PeriodicTask.objects.all().delete()
+    IntervalSchedule.objects.all().delete()
+    CrontabSchedule.objects.all().delete()
+
+
+def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
+    declare: Declare,
+) -> None:
+    from django_celery_beat.models import CrontabSchedule, PeriodicTasks
+
+    from tasks_app.models import TaskState
+    from tasks_app.services.schedules_sync import schedules_apply, schedules_plan
+
+    def release(*, bulk: bool) -> tuple[dict[str, object], list[dict[str, object]]]:
+        # A schedule row that exists before the sync is reused, not created again.
+        CrontabSchedule.objects.create(minute="0", hour="3", timezone="Europe/Paris")
+        declare(MIXED)
+        schedules_apply(schedules_plan(), bulk=bulk)
+        first = next_fires()
+        # Beat flagged one schedule; an edit clears the flag and its alarm.
+        Task.objects.filter(pk="ny-weekdays").update(
+            schedule_error="no next fire", alarm_since=timezone.now(), alarm_note="flagged"
+        )
+        TaskState.objects.filter(pk="ny-weekdays").update(next_run_at=timezone.now())
+        kept = [d for d in MIXED.split("    Schedule(")[1:] if d.split('"')[1] not in DROPPED]
+        changed = (
+            "    Schedule("
+            + d.replace(
+                'cron="0 3 * * *", timezone="Europe/Paris",\n             catchup',
+                'cron="15 4 * * *", timezone="Europe/Paris",\n             catchup',
+            )
+            .replace("interval_seconds=300,\n             priority=3", "interval_seconds=600")
+            .replace('overlap_policy="buffer_one"', 'overlap_policy="skip", priority=7')
+            for d in kept
+        )
+        declare(
+            *changed,
+            'Schedule("added", action="noop", schedule_type="interval", interval_seconds=60),\n',
+        )
+        schedules_apply(schedules_plan(), bulk=bulk)
+        return written(), [first, next_fires()]
+
+    per_task, per_task_fires = release(bulk=False)
+    erase()
+    before = PeriodicTasks.last_change()
+    bulk, bulk_fires = release(bulk=True)
+    assert PeriodicTasks.last_change() != before  # beat reloads its entries
+
+    assert bulk == per_task
+    assert set(bulk["tasks"]) == {  # type: ignore[arg-type]
+        "every-5m",
+        "paris-3am",
+        "ny-weekdays",
+        "paris-3am-too",
+        "once-next-month",
+        "added",
+    }
+    assert len(bulk["entries"]) == 5  # type: ignore[arg-type]
+    tasks = bulk["tasks"]
+    assert tasks["paris-3am"]["cron"] == "15 4 * * *"  # type: ignore[index]
+    assert tasks["every-5m"]["interval_seconds"] == 600  # type: ignore[index]
+    assert tasks["ny-weekdays"]["schedule_error"] == ""  # type: ignore[index]
+    assert tasks["ny-weekdays"]["priority"] == 7  # type: ignore[index]
+    # 300, 600 and 60 s; Paris 03:00 and 04:15, New York, Tokyo (rows are never deleted)
+    assert bulk["schedule rows"] == (3, 4)
+    assert ("tokyo-daily", "deleted", "tasks sync", "", "[]") in bulk["audit"]  # type: ignore[operator]
+    # The next fires: the same cron instants; one interval after the sync for intervals.
+    for fires, fires_too in zip(per_task_fires, bulk_fires, strict=True):
+        assert fires.keys() == fires_too.keys()
+        for task_id, fire in fires.items():
+            if fire is None or task_id.startswith("every-") or task_id == "added":
+                assert (fire is None) == (fires_too[task_id] is None)
+                assert fire is None or abs((fires_too[task_id] - fire).total_seconds()) < 60  # type: ignore[operator]
+            else:
+                assert fires_too[task_id] == fire, task_id
+
+
+def test_beat_fires_the_tasks_a_sync_wrote_at_their_instants(declare: Declare) -> None:
+    from zoneinfo import ZoneInfo
+
+    from tasks_app import services
+
+    declare(MIXED)
+    assert sync()[0] == 0
+    paris = Task.objects.get(pk="paris-3am")
+    due = paris.state.next_run_at
+    assert due.astimezone(ZoneInfo("Europe/Paris")).time().isoformat() == "03:00:00"
+    fired = services.schedule_fire_due(now=due, lookahead=timedelta(0))
+    assert {run.task_id for run in fired} >= {"paris-3am", "paris-3am-too"}
+    assert all(run.scheduled_for == due for run in fired if run.task_id.startswith("paris"))
+    paris.state.refresh_from_db()
+    assert paris.state.next_run_at == due + timedelta(days=1) or (
+        paris.state.next_run_at - due
+    ) in (timedelta(hours=23), timedelta(hours=25))  # a change of daylight saving time between
