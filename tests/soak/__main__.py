@@ -12,6 +12,7 @@ when a check failed.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import subprocess
@@ -54,11 +55,16 @@ def _ensure_vhost(url: str) -> None:
 def main() -> int:
     seed = int(os.environ.get("SOAK_SEED") or secrets.randbelow(10**6))
     minutes = float(os.environ.get("SOAK_MINUTES", "30"))
-    print(f"soak: SOAK_SEED={seed} SOAK_MINUTES={minutes:g} (replay: make soak SOAK_SEED={seed})",
-          flush=True)
+    print(
+        f"soak: SOAK_SEED={seed} SOAK_MINUTES={minutes:g} (replay: make soak SOAK_SEED={seed})",
+        flush=True,
+    )
     if os.environ.get("SOAK_PRIVATE_SERVICES") == "1":
-        print("SOAK_PRIVATE_SERVICES=1: service restarts need instances of the harness's own, "
-              "which this version does not start yet; run without it", file=sys.stderr)
+        print(
+            "SOAK_PRIVATE_SERVICES=1: service restarts need instances of the harness's own, "
+            "which this version does not start yet; run without it",
+            file=sys.stderr,
+        )
         return 2
     base_db = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/tasks")
     db = os.environ.get("SOAK_DATABASE_URL") or _with_path(
@@ -98,7 +104,10 @@ def main() -> int:
     import django
 
     django.setup()
-    log_dir = Path(os.environ.get("TASKS_VAR_DIR", ROOT / "var")) / "soak" / f"{seed}-{int(time.time())}"
+    logging.getLogger("tasks_app").setLevel(logging.WARNING)  # the report, not each run
+    log_dir = (
+        Path(os.environ.get("TASKS_VAR_DIR", ROOT / "var")) / "soak" / f"{seed}-{int(time.time())}"
+    )
     soak = Soak(seed=seed, minutes=minutes, log_dir=log_dir, env=env, faults=PROCESS_FAULTS)
     report = soak.run()
     out = log_dir.parent / f"{seed}.json"

@@ -73,6 +73,7 @@ class Fault:
     start: datetime
     end: datetime | None = None
     note: str = ""
+    host: str = "-"  # the worker's node name prefix (its runs' ``worker``)
 
     def window(self) -> tuple[datetime, datetime]:
         return self.start, (self.end or _now()) + WINDOW_TAIL
@@ -133,7 +134,18 @@ class Soak:
                 *("-n", f"soak-{slot.name}-{slot.generation}@%h"),
             ]
         pidfile = self.log_dir / f"{slot.name}-{slot.generation}.pid"
-        return [py, "-m", "celery", "-A", "project", "beat", "-l", "info", "--pidfile", str(pidfile)]
+        return [
+            py,
+            "-m",
+            "celery",
+            "-A",
+            "project",
+            "beat",
+            "-l",
+            "info",
+            "--pidfile",
+            str(pidfile),
+        ]
 
     def _ready_text(self, slot: Slot) -> str:
         return {"web": "Booting worker", "worker": "ready.", "beat": "beat: Starting"}[slot.kind]
@@ -201,6 +213,8 @@ class Soak:
             self.say(f"soak: no free target for {kind}; skipped")
             return
         fault = Fault(kind=kind, target=slot.name if slot else kind, start=_now())
+        if slot is not None:
+            fault.host = f"soak-{slot.name}-{slot.generation}@"
         with self._lock:
             self.fault_log.append(fault)
         self.say(f"soak: {fault.start:%X} {kind} on {fault.target}")
@@ -261,21 +275,54 @@ class Soak:
 
         tag = uuid.uuid4().hex[:6]
         make = services.task_create
-        self.task_quick = make(id=f"soak-quick-{tag}", name="soak quick", action="test-effect",
-                               payload={"seconds": 0.2}, max_retries=3, retry_backoff_seconds=1)
-        self.task_long = make(id=f"soak-long-{tag}", name="soak long", action="test-effect",
-                              payload={"seconds": LONG_RUN_SECONDS}, timeout_seconds=90,
-                              max_retries=3, retry_backoff_seconds=1)
-        self.task_flaky = make(id=f"soak-flaky-{tag}", name="soak flaky", action="test-flaky",
-                               max_retries=3, retry_backoff_seconds=1)
-        common = {"action": "test-effect", "payload": {"seconds": 0.1}, "max_retries": 3,
-                  "retry_backoff_seconds": 1, "catchup": "all", "catchup_window_seconds": 3600,
-                  "overlap_policy": "allow"}
-        self.task_interval = make(id=f"soak-interval-{tag}", name="soak every 10 s",
-                                  schedule_type="interval", interval_seconds=INTERVAL_SECONDS,
-                                  **common)
-        self.task_cron = make(id=f"soak-cron-{tag}", name="soak every minute",
-                              schedule_type="cron", cron="* * * * *", timezone="UTC", **common)
+        self.task_quick = make(
+            id=f"soak-quick-{tag}",
+            name="soak quick",
+            action="test-effect",
+            payload={"seconds": 0.2},
+            max_retries=3,
+            retry_backoff_seconds=1,
+        )
+        self.task_long = make(
+            id=f"soak-long-{tag}",
+            name="soak long",
+            action="test-effect",
+            payload={"seconds": LONG_RUN_SECONDS},
+            timeout_seconds=90,
+            max_retries=3,
+            retry_backoff_seconds=1,
+        )
+        self.task_flaky = make(
+            id=f"soak-flaky-{tag}",
+            name="soak flaky",
+            action="test-flaky",
+            max_retries=3,
+            retry_backoff_seconds=1,
+        )
+        common = {
+            "action": "test-effect",
+            "payload": {"seconds": 0.1},
+            "max_retries": 3,
+            "retry_backoff_seconds": 1,
+            "catchup": "all",
+            "catchup_window_seconds": 3600,
+            "overlap_policy": "allow",
+        }
+        self.task_interval = make(
+            id=f"soak-interval-{tag}",
+            name="soak every 10 s",
+            schedule_type="interval",
+            interval_seconds=INTERVAL_SECONDS,
+            **common,
+        )
+        self.task_cron = make(
+            id=f"soak-cron-{tag}",
+            name="soak every minute",
+            schedule_type="cron",
+            cron="* * * * *",
+            timezone="UTC",
+            **common,
+        )
         user_model = get_user_model()
         user = user_model.objects.filter(username="soak").first()
         if user is None:
@@ -295,8 +342,9 @@ class Soak:
         now = _now()
         keep(services.task_execute(task=self.task_quick).id, "now")
         if tick % 3 == 0:
-            run = services.task_schedule_once(task=self.task_quick,
-                                              delay_seconds=rng.uniform(1, 10))
+            run = services.task_schedule_once(
+                task=self.task_quick, delay_seconds=rng.uniform(1, 10)
+            )
             keep(run.id, "delay")
         if tick % 5 == 0:
             at = now + timedelta(seconds=rng.uniform(2, 15))
@@ -356,8 +404,9 @@ class Soak:
             for path, headers in pages:
                 at = _now()
                 try:
-                    response = browser.get(base + path, headers=headers, timeout=10,
-                                           allow_redirects=False)
+                    response = browser.get(
+                        base + path, headers=headers, timeout=10, allow_redirects=False
+                    )
                     status: int | str = response.status_code
                     if path.startswith("/admin/") and status == 302:
                         login()  # the session was lost: sign in again, count the page
@@ -454,10 +503,14 @@ class Soak:
             (self.task_interval, self._interval_instants()),
             (self.task_cron, self._cron_instants()),
         ):
-            rows = list(Run.objects.filter(task=task, trigger="schedule",
-                                           first_attempt__isnull=True))
-            recorded = Counter(r.scheduled_for for r in rows
-                               if self.start + margin <= r.scheduled_for <= self.load_end - margin)
+            rows = list(
+                Run.objects.filter(task=task, trigger="schedule", first_attempt__isnull=True)
+            )
+            recorded = Counter(
+                r.scheduled_for
+                for r in rows
+                if self.start + margin <= r.scheduled_for <= self.load_end - margin
+            )
             exp = {t for t in expected if self.start + margin <= t <= self.load_end - margin}
             fires[task.schedule_type] = {
                 "expected": len(exp),
@@ -508,7 +561,9 @@ class Soak:
             assert fault.end is not None
             first = (
                 Run.objects.filter(status="completed", finished_at__gte=fault.end)
-                .order_by("finished_at").values_list("finished_at", flat=True).first()
+                .order_by("finished_at")
+                .values_list("finished_at", flat=True)
+                .first()
             )
             if first is not None:
                 recovery[fault.kind].append((first - fault.end).total_seconds())
@@ -521,12 +576,18 @@ class Soak:
             "end": self.end.isoformat(),
             "faults": dict(Counter(f.kind for f in self.fault_log)),
             "fault_log": [
-                {"kind": f.kind, "target": f.target, "start": f.start.isoformat(),
-                 "end": f.end.isoformat() if f.end else None, "note": f.note}
+                {
+                    "kind": f.kind,
+                    "target": f.target,
+                    "start": f.start.isoformat(),
+                    "end": f.end.isoformat() if f.end else None,
+                    "note": f.note,
+                }
                 for f in self.fault_log
             ],
             "overlapping_faults": sum(
-                1 for a, b in zip(self.fault_log, self.fault_log[1:], strict=False)
+                1
+                for a, b in zip(self.fault_log, self.fault_log[1:], strict=False)
                 if a.end and b.start < a.end
             ),
             "requested": {kind: sum(c.values()) for kind, c in outcomes.items()},
@@ -543,7 +604,9 @@ class Soak:
                 "executions": len(executions),
                 "raw_re_executions": max(0, len(executions) - expected_executions),
             },
-            "overlapping_attempts": overlaps,
+            "overlapping_attempts": len(overlaps["rows"]) + len(overlaps["ledger"]),
+            "overlapping_after_stall": len(overlaps["after_stall"]),
+            "overlaps": {k: v[:20] for k, v in overlaps.items()},
             "pages": {
                 "samples": len(self.samples),
                 "by_path": dict(by_path),
@@ -551,11 +614,16 @@ class Soak:
                 "bad": [(a.isoformat(), p, s) for a, p, s in bad_pages[:20]],
                 "5xx_inside_faults": sum(
                     1 for _, _, s in self.samples if not isinstance(s, int) or s >= 500
-                ) - len(bad_pages),
+                )
+                - len(bad_pages),
             },
             "recovery_seconds": {
-                kind: {"n": len(v), "p50": nearest_rank(v, 0.5), "p99": nearest_rank(v, 0.99),
-                       "max": max(v)}
+                kind: {
+                    "n": len(v),
+                    "p50": nearest_rank(v, 0.5),
+                    "p99": nearest_rank(v, 0.99),
+                    "max": max(v),
+                }
                 for kind, v in recovery.items()
             },
             "unexpected_exits": self.unexpected_exits,
@@ -570,7 +638,10 @@ class Soak:
                 (not fires_ok, "interval/cron fires missing or recorded twice"),
                 (effects["missing"] > 0, f"{effects['missing']} runs without their effect"),
                 (effects["completed_twice"] > 0, "runs completed twice"),
-                (overlaps > 0, f"{overlaps} overlapping attempts of one run"),
+                (
+                    report["overlapping_attempts"] > 0,
+                    f"{report['overlapping_attempts']} overlapping attempts of one run",
+                ),
                 (len(bad_pages) > 0, f"{len(bad_pages)} page errors outside fault windows"),
                 (bool(self.unexpected_exits), "processes exited on their own"),
                 (not self.fault_log, "no fault was injected"),
@@ -580,34 +651,66 @@ class Soak:
         report["ok"] = not report["problems"]
         return report
 
-    def _overlaps(self, attempts: list[Any], executions: list[Any]) -> int:
-        """Pairs of attempts of one requested run that executed at the same moment: by their
-        rows (started..finished) and by the ledger (an action body's start..return)."""
-        ends = {r.id: r.finished_at for r in attempts}
-        spans: dict[Any, list[tuple[datetime, datetime, Any]]] = defaultdict(list)
+    def _overlaps(self, attempts: list[Any], executions: list[Any]) -> dict[str, list[str]]:
+        """Pairs of attempts of one requested run that executed at the same moment.
+
+        ``rows``: by the attempts' rows (started..finished), what the system recorded.
+        ``ledger``: by the action bodies (start..return, from the effect ledger). A body whose
+        process was frozen (SIGSTOP) past the stall window, its run handed to another worker,
+        goes on where it stopped after SIGCONT: those pairs are ``after_stall`` (an action
+        cannot be stopped from outside at an arbitrary point; its effect is keyed instead).
+        """
+        rows = {r.id: r for r in attempts}
+        stops = [f for f in self.fault_log if f.kind == "worker_stop"]
+
+        def pairs(spans: dict[Any, list[tuple[datetime, datetime, Any]]]) -> list[tuple[Any, ...]]:
+            out = []
+            for key, items in spans.items():
+                items.sort()
+                for i, (a_start, a_end, a_id) in enumerate(items):
+                    for b_start, _b_end, b_id in items[i + 1 :]:
+                        if b_start >= a_end:
+                            break
+                        if b_id != a_id:
+                            out.append((key, a_id, a_start, a_end, b_id, b_start))
+            return out
+
+        by_rows: dict[Any, list[tuple[datetime, datetime, Any]]] = defaultdict(list)
         for r in attempts:
             if r.started_at and r.finished_at:
-                spans[r.first_attempt_id or r.id].append((r.started_at, r.finished_at, r.id))
+                by_rows[r.first_attempt_id or r.id].append((r.started_at, r.finished_at, r.id))
+        by_ledger: dict[Any, list[tuple[datetime, datetime, Any]]] = defaultdict(list)
         for e in executions:
-            end = e.finished_at or ends.get(e.attempt_run_id) or e.at
-            spans[e.run_id].append((e.at, end, e.attempt_run_id))
-        n = 0
-        for items in spans.values():
-            items.sort()
-            for i, (a_start, a_end, a_id) in enumerate(items):
-                for b_start, _b_end, b_id in items[i + 1:]:
-                    if b_start >= a_end:
-                        break
-                    if b_id != a_id:
-                        n += 1
-        return n
+            row = rows.get(e.attempt_run_id)
+            end = e.finished_at or (row.finished_at if row else None) or e.at
+            by_ledger[e.run_id].append((e.at, end, e.attempt_run_id))
+
+        def frozen(a_id: Any, at: datetime) -> bool:
+            worker = getattr(rows.get(a_id), "worker", "") or ""
+            return any(worker.startswith(f.host) and f.start <= at <= (f.end or at) for f in stops)
+
+        def text(p: tuple[Any, ...]) -> str:
+            key, a_id, a_start, a_end, b_id, b_start = p
+            return (
+                f"run {key}: attempt {a_id} {a_start:%X.%f}..{a_end:%X.%f}, "
+                f"attempt {b_id} from {b_start:%X.%f}"
+            )
+
+        ledger = pairs(by_ledger)
+        return {
+            "rows": [text(p) for p in pairs(by_rows)],
+            "ledger": [text(p) for p in ledger if not frozen(p[1], p[5])],
+            "after_stall": [text(p) for p in ledger if frozen(p[1], p[5])],
+        }
 
     def _interval_instants(self) -> list[datetime]:
         from tasks_app.models import Run
 
         first = (
             Run.objects.filter(task=self.task_interval, trigger="schedule")
-            .order_by("scheduled_for").values_list("scheduled_for", flat=True).first()
+            .order_by("scheduled_for")
+            .values_list("scheduled_for", flat=True)
+            .first()
         )
         if first is None:
             return []
@@ -635,17 +738,21 @@ def summary(report: dict[str, Any]) -> str:
         f"  faults: {report['faults']} (overlapping: {report['overlapping_faults']})",
         f"  requested runs: {report['requested']}",
         f"  outcomes: {report['outcomes']}",
-        "  fires: " + ", ".join(
+        "  fires: "
+        + ", ".join(
             f"{k} {v['recorded']}/{v['expected']} (missing {len(v['missing'])}, "
-            f"twice {len(v['twice'])})" for k, v in report["fires"].items()
+            f"twice {len(v['twice'])})"
+            for k, v in report["fires"].items()
         ),
         f"  effects: {e['effects']} of {e['requested_with_ledger']} (missing {e['missing']}, "
         f"completed twice {e['completed_twice']}), executions {e['executions']}, "
         f"raw re-executions {e['raw_re_executions']}",
-        f"  overlapping attempts: {report['overlapping_attempts']}",
+        f"  overlapping attempts: {report['overlapping_attempts']} (a stopped worker's body "
+        f"resumed beside the next attempt: {report['overlapping_after_stall']})",
         f"  pages: {report['pages']['samples']} samples, 5xx outside faults "
         f"{report['pages']['5xx_outside_faults']}, inside {report['pages']['5xx_inside_faults']}",
-        "  recovery (s): " + ", ".join(
+        "  recovery (s): "
+        + ", ".join(
             f"{k} p50 {v['p50']:.2f} p99 {v['p99']:.2f} (n={v['n']})"
             for k, v in report["recovery_seconds"].items()
         ),
