@@ -9,11 +9,10 @@ import time
 import uuid
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.utils import timezone
 
 from tasks_app import actions
 from tasks_app.actions import JSON, RunContext
-
-from django.utils import timezone
 
 from .models import Effect, Execution
 
