@@ -5,7 +5,8 @@ again to replay the fault schedule), ``SOAK_DATABASE_URL`` (default: ``DATABASE_
 server, database ``<name>_soak``, created if missing), ``SOAK_BROKER_URL`` (default:
 ``CELERY_BROKER_URL``'s server, vhost ``<vhost>-soak``, created with ``rabbitmqctl`` if
 missing), ``SOAK_REDIS_URL`` (default ``REDIS_URL``; the soak's keys under a prefix of their
-own). The report is printed and written to ``var/soak/<seed>.json``; the exit status is 1
+own). ``SOAK_PRIVATE_SERVICES=1``: Postgres, RabbitMQ and Redis of the soak's own on other
+ports (``tests/soak/services.py``), and their restarts among the faults. The report is printed and written to ``var/soak/<seed>.json``; the exit status is 1
 when a check failed.
 """
 
@@ -19,9 +20,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.soak.harness import PROCESS_FAULTS, ROOT, SOAK_ENV, Soak, summary
+from tests.soak.harness import PROCESS_FAULTS, ROOT, SERVICE_FAULTS, SOAK_ENV, Soak, summary
 
 
 def _with_path(url: str, path: str) -> str:
@@ -59,13 +61,24 @@ def main() -> int:
         f"soak: SOAK_SEED={seed} SOAK_MINUTES={minutes:g} (replay: make soak SOAK_SEED={seed})",
         flush=True,
     )
+    services = None
+    faults: tuple[str, ...] = PROCESS_FAULTS
     if os.environ.get("SOAK_PRIVATE_SERVICES") == "1":
-        print(
-            "SOAK_PRIVATE_SERVICES=1: service restarts need instances of the harness's own, "
-            "which this version does not start yet; run without it",
-            file=sys.stderr,
-        )
-        return 2
+        from tests.soak.services import PrivateServices
+
+        services = PrivateServices()
+        print(f"soak: starting Postgres, RabbitMQ and Redis of its own under {services.base}")
+        services.start()
+        os.environ.update(services.urls)
+        faults = PROCESS_FAULTS + SERVICE_FAULTS
+    try:
+        return _soak(seed, minutes, faults, services)
+    finally:
+        if services is not None:
+            services.stop()
+
+
+def _soak(seed: int, minutes: float, faults: tuple[str, ...], services: Any) -> int:
     base_db = os.environ.get("DATABASE_URL", "postgres://root@127.0.0.1:5432/tasks")
     db = os.environ.get("SOAK_DATABASE_URL") or _with_path(
         base_db, urlsplit(base_db).path.lstrip("/") + "_soak"
@@ -79,7 +92,8 @@ def main() -> int:
         "REDIS_URL", "redis://127.0.0.1:6379/1"
     )
     _ensure_database(db)
-    _ensure_vhost(broker)
+    if services is None:
+        _ensure_vhost(broker)
     queue = f"soak-{seed}"
     env = {
         **os.environ,
@@ -108,7 +122,15 @@ def main() -> int:
     log_dir = (
         Path(os.environ.get("TASKS_VAR_DIR", ROOT / "var")) / "soak" / f"{seed}-{int(time.time())}"
     )
-    soak = Soak(seed=seed, minutes=minutes, log_dir=log_dir, env=env, faults=PROCESS_FAULTS)
+    soak = Soak(
+        seed=seed,
+        minutes=minutes,
+        log_dir=log_dir,
+        env=env,
+        faults=faults,
+        service_restart=services.restart if services is not None else None,
+        say=lambda text: print(text, flush=True),
+    )
     report = soak.run()
     out = log_dir.parent / f"{seed}.json"
     out.write_text(json.dumps(report, indent=2, default=str))

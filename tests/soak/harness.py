@@ -117,6 +117,7 @@ class Soak:
     fault_log: list[Fault] = field(default_factory=list)
     samples: list[tuple[datetime, str, int | str]] = field(default_factory=list)
     unexpected_exits: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # requests refused (a service was down)
     _stop_load: threading.Event = field(default_factory=threading.Event)
     _stop_all: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -363,7 +364,11 @@ class Soak:
         tick = 0
         try:
             while not self._stop_load.is_set():
-                self._request(rng, tick)
+                try:
+                    self._request(rng, tick)
+                except Exception as exc:  # a service is down: the request is refused, not lost
+                    self.refused.append(f"{_now():%X} {type(exc).__name__}: {exc}"[:300])
+                    connection.close()
                 tick += 1
                 self._stop_load.wait(1.0)
         finally:
@@ -627,6 +632,7 @@ class Soak:
                 for kind, v in recovery.items()
             },
             "unexpected_exits": self.unexpected_exits,
+            "requests_refused": self.refused[:50],
         }
         fires_ok = all(not f["missing"] and not f["twice"] for f in fires.values())
         effects = report["effects"]
@@ -757,6 +763,10 @@ def summary(report: dict[str, Any]) -> str:
             for k, v in report["recovery_seconds"].items()
         ),
     ]
+    if report["requests_refused"]:
+        lines.append(
+            f"  requests refused while a service was down: {len(report['requests_refused'])}"
+        )
     if report["unexpected_exits"]:
         lines.append(f"  processes exited on their own: {report['unexpected_exits']}")
     return "\n".join(lines)
