@@ -572,6 +572,24 @@ class Soak:
             )
             if first is not None:
                 recovery[fault.kind].append((first - fault.end).total_seconds())
+        # The runs a fault cut off: from the fault's start to their next attempt's completion.
+        cut_off: dict[str, list[float]] = defaultdict(list)
+        done_at = {
+            str(r.first_attempt_id or r.id): r.finished_at
+            for r in attempts
+            if r.status == "completed"
+        }
+        for fault in self.fault_log:
+            assert fault.end is not None
+            for r in attempts:
+                if (
+                    r.status == "interrupted"
+                    and (r.worker or "").startswith(fault.host)
+                    and fault.start <= r.finished_at <= fault.end + timedelta(seconds=60)
+                ):
+                    end = done_at.get(str(r.first_attempt_id or r.id))
+                    if end is not None:
+                        cut_off[fault.kind].append((end - fault.start).total_seconds())
 
         report: dict[str, Any] = {
             "seed": self.seed,
@@ -630,6 +648,10 @@ class Soak:
                     "max": max(v),
                 }
                 for kind, v in recovery.items()
+            },
+            "cut_off_runs_seconds": {
+                kind: {"n": len(v), "p50": nearest_rank(v, 0.5), "p99": nearest_rank(v, 0.99)}
+                for kind, v in cut_off.items()
             },
             "unexpected_exits": self.unexpected_exits,
             "requests_refused": self.refused[:50],
@@ -763,6 +785,14 @@ def summary(report: dict[str, Any]) -> str:
             for k, v in report["recovery_seconds"].items()
         ),
     ]
+    if report["cut_off_runs_seconds"]:
+        lines.append(
+            "  runs cut off by a fault, its start to their completion (s): "
+            + ", ".join(
+                f"{k} p50 {v['p50']:.1f} p99 {v['p99']:.1f} (n={v['n']})"
+                for k, v in report["cut_off_runs_seconds"].items()
+            )
+        )
     if report["requests_refused"]:
         lines.append(
             f"  requests refused while a service was down: {len(report['requests_refused'])}"

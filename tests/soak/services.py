@@ -103,13 +103,14 @@ class PrivateServices:
             "RABBITMQ_PID_FILE": str(rdir / "pid"),
         }
 
-    def rabbitmqctl(self, *args: str) -> None:
+    def rabbitmqctl(self, *args: str, quiet: bool = False) -> None:
         assert self.node != SHARED_NODE
         subprocess.run(
             [*_as("rabbitmq"), str(RABBIT_BIN / "rabbitmqctl"), "-q", "-n", self.node, *args],
             check=True,
             env=self._rabbit_env(),
             stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL if quiet else None,
         )
 
     def start_rabbitmq(self) -> None:
@@ -130,7 +131,16 @@ class PrivateServices:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        self.rabbitmqctl("await_startup", "--timeout", "120")
+        deadline = time.monotonic() + 120
+        while True:  # await_startup needs the node up in epmd first
+            try:
+                self.rabbitmqctl("await_startup", "--timeout", "120", quiet=True)
+                break
+            except subprocess.CalledProcessError:
+                if time.monotonic() > deadline or self.rabbit.poll() is not None:
+                    log = (self.base / "rabbit-server.log").read_text(errors="replace")
+                    raise RuntimeError(f"the soak's RabbitMQ did not start:\n{log[-2000:]}")
+                time.sleep(1)
         self.rabbitmqctl("add_user", "soak", "soak")
         self.rabbitmqctl("set_permissions", "-p", "/", "soak", ".*", ".*", ".*")
 
