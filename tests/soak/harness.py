@@ -405,6 +405,8 @@ class Soak:
             ("/api/runs", api),
             ("/metrics", {}),
         ]
+        started = time.monotonic()
+        rounds = 0
         while not self._stop_all.is_set():
             for path, headers in pages:
                 at = _now()
@@ -418,7 +420,8 @@ class Soak:
                 except requests.RequestException as exc:
                     status = type(exc).__name__
                 self.samples.append((at, path, status))
-            self._stop_all.wait(PAGE_SAMPLE_SECONDS)
+            rounds += 1  # one round a second, however long the pages took
+            self._stop_all.wait(max(0.0, started + rounds * PAGE_SAMPLE_SECONDS - time.monotonic()))
 
     # -- the run -----------------------------------------------------------------------
 
