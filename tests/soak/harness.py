@@ -477,8 +477,16 @@ class Soak:
             | Q(task__in=scheduled, scheduled_for__lte=self.load_end)
             | Q(task__in=scheduled, first_attempt__scheduled_for__lte=self.load_end)
         )
+        from django.db import InterfaceError, OperationalError, connection
+
+        connection.close()  # a service restart may have broken this thread's connection
         deadline = time.monotonic() + self.drain_seconds
-        while open_runs.exists():
+        while True:
+            try:
+                if not open_runs.exists():
+                    return
+            except (OperationalError, InterfaceError):
+                connection.close()
             if time.monotonic() > deadline:
                 self.say("soak: runs still open after the drain window")
                 return
