@@ -115,7 +115,9 @@ class Soak:
     slots: list[Slot] = field(default_factory=list)
     requested: list[Requested] = field(default_factory=list)
     fault_log: list[Fault] = field(default_factory=list)
-    samples: list[tuple[datetime, str, int | str]] = field(default_factory=list)
+    # (sent, answered, path, status): a page counts inside a fault's window if any part of
+    # its request was
+    samples: list[tuple[datetime, datetime, str, int | str]] = field(default_factory=list)
     unexpected_exits: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # requests refused (a service was down)
     _stop_load: threading.Event = field(default_factory=threading.Event)
@@ -419,7 +421,7 @@ class Soak:
                         login()  # the session was lost: sign in again, count the page
                 except requests.RequestException as exc:
                     status = type(exc).__name__
-                self.samples.append((at, path, status))
+                self.samples.append((at, _now(), path, status))
             rounds += 1  # one round a second, however long the pages took
             self._stop_all.wait(max(0.0, started + rounds * PAGE_SAMPLE_SECONDS - time.monotonic()))
 
@@ -565,11 +567,11 @@ class Soak:
         windows = [f.window() for f in self.fault_log]
         bad_pages = [
             (at, path, status)
-            for at, path, status in self.samples
+            for at, done, path, status in self.samples
             if (not isinstance(status, int) or status >= 500)
-            and not any(a <= at <= b for a, b in windows)
+            and not any(at <= b and done >= a for a, b in windows)
         ]
-        by_path = Counter(path for _, path, _ in self.samples)
+        by_path = Counter(path for _, _, path, _ in self.samples)
 
         # Recovery: a fault's end to the first run completed after it.
         recovery: dict[str, list[float]] = defaultdict(list)
@@ -647,7 +649,7 @@ class Soak:
                 "5xx_outside_faults": len(bad_pages),
                 "bad": [(a.isoformat(), p, s) for a, p, s in bad_pages[:20]],
                 "5xx_inside_faults": sum(
-                    1 for _, _, s in self.samples if not isinstance(s, int) or s >= 500
+                    1 for *_, s in self.samples if not isinstance(s, int) or s >= 500
                 )
                 - len(bad_pages),
             },
