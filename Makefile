@@ -40,7 +40,7 @@ TEST_ENV := \
 	DJANGO_SECRET_KEY=$${DJANGO_SECRET_KEY:-test-secret-not-for-production} \
 	DJANGO_SECURE_SSL=0
 
-.PHONY: install run manage test lint bench clean clean-all help
+.PHONY: install run manage test lint bench soak clean clean-all help
 
 install: $(STAMP)
 
@@ -80,6 +80,10 @@ lint: install
 bench: install
 	$(TEST_ENV) $(PY) -m bench $(BENCH_ARGS)
 
+# The fault soak (docs/reliability.md): SOAK_MINUTES (30), SOAK_SEED (printed; replays a run).
+soak: install
+	$(TEST_ENV) $(PY) -m tests.soak
+
 VAR := $(or $(TASKS_VAR_DIR),var)
 GENERATED := $(VAR) staticfiles .pytest_cache .mypy_cache .ruff_cache .hypothesis
 
@@ -102,6 +106,7 @@ help:
 	@echo "make test             the suite on the real Postgres, RabbitMQ and Redis (PYTEST_ARGS=...)"
 	@echo "make lint             ruff and mypy"
 	@echo "make bench            benchmarks (BENCH_ARGS=...)"
+	@echo "make soak             random faults under load, then the history checked (SOAK_MINUTES, SOAK_SEED)"
 	@echo "make clean            remove var/, staticfiles/ and tool caches; clean-all: also .venv*"
 	@echo "PYTHON=python3.12     build .venv with another interpreter ($(SUPPORTED_PYTHONS))"
 	@echo "DJANGO='Django>=6.0,<6.1'  install that Django (6.0 needs Python >= 3.12)"

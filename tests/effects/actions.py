@@ -1,5 +1,5 @@
-"""Test actions: an idempotent effect, a process that kills itself, one that ignores its
-soft time limit."""
+"""Test actions: an idempotent effect, one that fails its first attempt, a process that kills
+itself, one that ignores its soft time limit."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import time
 import uuid
 
 from celery.exceptions import SoftTimeLimitExceeded
+from django.utils import timezone
 
 from tasks_app import actions
 from tasks_app.actions import JSON, RunContext
@@ -29,10 +30,27 @@ def logical_run_id(ctx: RunContext) -> uuid.UUID:
 def record_effect(payload: dict[str, JSON], ctx: RunContext) -> str:
     key = logical_run_id(ctx)
     attempt = uuid.UUID(ctx.run_id)
-    Execution.objects.create(run_id=key, attempt_run_id=attempt, pid=os.getpid())
+    execution = Execution.objects.create(run_id=key, attempt_run_id=attempt, pid=os.getpid())
     Effect.objects.bulk_create([Effect(run_id=key, attempt_run_id=attempt)], ignore_conflicts=True)
     time.sleep(float(payload.get("seconds", 0)))
+    Execution.objects.filter(pk=execution.pk).update(finished_at=timezone.now())
     return "effect recorded"
+
+
+@actions.register(
+    "test-flaky",
+    description="Fails its first attempt; a later attempt records the effect.",
+)
+def flaky(payload: dict[str, JSON], ctx: RunContext) -> str:
+    key = logical_run_id(ctx)
+    attempt = uuid.UUID(ctx.run_id)
+    execution = Execution.objects.create(run_id=key, attempt_run_id=attempt, pid=os.getpid())
+    if ctx.attempt == 1:
+        Execution.objects.filter(pk=execution.pk).update(finished_at=timezone.now())
+        raise RuntimeError("first attempt fails (test-flaky)")
+    Effect.objects.bulk_create([Effect(run_id=key, attempt_run_id=attempt)], ignore_conflicts=True)
+    Execution.objects.filter(pk=execution.pk).update(finished_at=timezone.now())
+    return "effect recorded on retry"
 
 
 @actions.register("test-kill-self", description="SIGKILLs the process executing it.")

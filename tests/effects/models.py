@@ -23,6 +23,8 @@ class Execution(models.Model):
     attempt_run_id = models.UUIDField()
     pid = models.IntegerField()
     at = models.DateTimeField(auto_now_add=True)
+    # When the action body returned (null: its process died or was cut off first).
+    finished_at = models.DateTimeField(null=True)
 
     def __str__(self) -> str:
         return f"execution of {self.attempt_run_id} in pid {self.pid}"
