@@ -8,8 +8,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
+from psycopg.errors import DeadlockDetected
 
 from .. import permissions, secret_fields, store, validation
 from ..conf import app_settings
@@ -31,6 +32,8 @@ from .task_rules import check_expiry, check_runnable, stored_schedule_of, task_c
 Actor = permissions.Actor
 
 log = logging.getLogger(__name__)
+# A delete that meets a concurrent release or claim on the same runs is tried again.
+DELETE_ATTEMPTS = 3
 
 SCHEDULE_FIELDS = ("schedule_type", "run_at", "interval_seconds", "cron", "timezone", "start_at")
 EXECUTION_FIELDS = (
@@ -168,12 +171,21 @@ def task_delete(*, task: Task, by: Actor = "") -> None:
     audit trail stays)."""
     by = permissions.authorize(by, "delete")
     check_not_declared(task)
-    with transaction.atomic():
-        audit(task.id, "deleted", by=by)
-        periodic = task.periodic_task
-        task.delete()
-        if periodic is not None:
-            periodic.delete()
+    for attempt in range(DELETE_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                audit(task.id, "deleted", by=by)
+                periodic = task.periodic_task
+                task.delete()
+                if periodic is not None:
+                    periodic.delete()
+            return
+        except OperationalError as exc:
+            # Deleting a task's runs while beat releases or a worker claims one of them
+            # takes the same rows in the other order: Postgres aborts one side ("deadlock
+            # detected"). The other side commits; deleting again then succeeds.
+            if not isinstance(exc.__cause__, DeadlockDetected) or attempt == DELETE_ATTEMPTS - 1:
+                raise
 
 
 def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
