@@ -50,7 +50,9 @@ FENCE = re.compile(r"^```(\S*)\s*$")
 NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->\s*$")
 INTERACTIVE = ("changepassword", "createsuperuser")
 # The commands that start the stack or a process of it: they run until stopped.
-LONG_RUNNING = re.compile(r"^(\w+=\S+\s+)*(make (run|test|bench)|celery -A \S+ (worker|beat))\b")
+LONG_RUNNING = re.compile(
+    r"^(\w+=\S+\s+)*(make (run|test|bench|soak)|celery -A \S+ (worker|beat))\b"
+)
 # A block without a language whose first line looks like a command: an example the test
 # would not see.
 COMMAND_LIKE = re.compile(r"^(\$ |(\w+=\S+ )*(make|python|curl|docker|celery|pip)\b)")
@@ -151,7 +153,7 @@ def reason_holds(example: Example) -> str | None:
         return None
     if reason == "long-running":
         if not all(LONG_RUNNING.match(command) for command in commands):
-            return "only make run / test / bench and celery worker / beat blocks are long-running"
+            return "only make run / test / bench / soak and celery worker / beat blocks are long-running"
         return None
     return "the reason must be 'needs PROGRAM', 'interactive' or 'long-running'"
 
