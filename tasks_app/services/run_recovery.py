@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db import transaction
 
@@ -20,12 +19,32 @@ from .run_lifecycle import run_fail, run_interrupt, runs_expire
 log = logging.getLogger(__name__)
 
 
-def run_renew_leases(*, run_ids: Iterable[Any], now: datetime) -> int:
-    """Push the lease (``heartbeat_at``) of these runs, while they are still running."""
-    ids = list(run_ids)
-    if not ids:
-        return 0
-    return Run.objects.filter(id__in=ids, status__still=RunStatus.RUNNING).update(heartbeat_at=now)
+def run_renew_leases(*, held: dict[str, datetime], now: datetime) -> list[str]:
+    """Push the lease (``heartbeat_at``) of the runs a process holds (run id → when it
+    started holding it), while they are still running. Returns the ids of those it has lost:
+    claimed while held, then interrupted by someone else — the sweep found the lease stale
+    (the process stood still past ``TASKS_STALL_SECONDS``: SIGSTOP, a frozen VM, a database
+    it could not reach) and the run's next attempt is another worker's now.
+
+    A held run that is not running any more for another reason was finished by its holder
+    (which is recording it right now), was never claimed by it (a duplicate message), or
+    is a redelivery of a run interrupted before the hold began: none of those is a loss.
+    """
+    if not held:
+        return []
+    ids = list(held)
+    renewed = Run.objects.filter(id__in=ids, status__still=RunStatus.RUNNING).update(
+        heartbeat_at=now
+    )
+    if renewed == len(ids):
+        return []
+    return [
+        str(run_id)
+        for run_id, started in Run.objects.filter(
+            id__in=ids, status=RunStatus.INTERRUPTED
+        ).values_list("id", "started_at")
+        if started is not None and started >= held[str(run_id)]
+    ]
 
 
 def run_expire_overdue(*, now: datetime, batch: int = 1000) -> int:

@@ -4,7 +4,11 @@ their worker, their message or their deadline. The guarantees are in docs/reliab
 - **Lease** (worker side): while a run executes, one daemon thread per worker process
   renews its ``heartbeat_at`` every ``TASKS_HEARTBEAT_SECONDS``. The thread lives in the
   process that runs the action, so when that process dies (SIGKILL, OOM, the hard time
-  limit, the whole machine) the renewals stop with it.
+  limit, the whole machine) the renewals stop with it. A process that stood still past the
+  stall window (SIGSTOP, a frozen VM) and then goes on finds on its next renewal that its
+  run was interrupted and handed to another worker: a prefork pool process then kills
+  itself, so its action stops instead of running beside the run's next attempt (the main
+  process replaces it, as after any lost pool process).
 - **Sweep** (beat side, every tick, :func:`recover_runs`):
 
   1. ``pending``/``queued`` runs past their deadline become ``expired`` — also while no
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +35,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from billiard.process import current_process
 from celery import current_app
 from django.db import close_old_connections, connection
 from django.utils import timezone
@@ -55,7 +61,7 @@ class LeaseKeeper:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._runs: set[str] = set()
+        self._runs: dict[str, datetime] = {}  # run id -> when this process began holding it
         self._thread: threading.Thread | None = None
         self._pid = 0
 
@@ -64,16 +70,16 @@ class LeaseKeeper:
         """Renew ``run_id``'s lease for as long as the block runs."""
         with self._lock:
             self._ensure_thread()
-            self._runs.add(run_id)
+            self._runs[run_id] = timezone.now()
         try:
             yield
         finally:
             with self._lock:
-                self._runs.discard(run_id)
+                self._runs.pop(run_id, None)
 
     def _ensure_thread(self) -> None:
         if self._pid != os.getpid():
-            self._pid, self._runs, self._thread = os.getpid(), set(), None
+            self._pid, self._runs, self._thread = os.getpid(), {}, None
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="run-lease", daemon=True)
             self._thread.start()
@@ -82,15 +88,33 @@ class LeaseKeeper:
         while True:
             time.sleep(app_settings.HEARTBEAT_SECONDS)
             with self._lock:
-                ids = list(self._runs)
-            if not ids:
+                held = dict(self._runs)
+            if not held:
                 continue
             try:
                 close_old_connections()  # this thread's own connection, health-checked
-                run_renew_leases(run_ids=ids, now=timezone.now())
+                lost = run_renew_leases(held=held, now=timezone.now())
             except Exception:  # the database blinked: renew on the next beat
-                log.warning("renewing the lease of %d runs failed", len(ids), exc_info=True)
+                log.warning("renewing the lease of %d runs failed", len(held), exc_info=True)
                 connection.close()
+                continue
+            if lost:
+                lease_lost(lost)
+
+
+def lease_lost(run_ids: list[str]) -> None:
+    """This process's runs were interrupted while it stood still, and their next attempts
+    belong to other workers: stop the actions here. A prefork pool process kills itself
+    (the action cannot be stopped at an arbitrary point any other way; its main process
+    replaces it and hands the message back, which the claim then ignores). In a solo or
+    threads pool the action runs in the worker's main process, which is not killed for one
+    run: the action goes on, and what it returns is refused (the run is not running)."""
+    ids = ", ".join(run_ids)
+    if current_process().name == "MainProcess":
+        log.error("lease lost on run %s (handed to another worker); its action goes on", ids)
+        return
+    log.error("lease lost on run %s (handed to another worker); stopping this pool process", ids)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 _keeper = LeaseKeeper()
