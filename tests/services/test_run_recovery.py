@@ -12,6 +12,7 @@ from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
 from tasks_app.services.run_recovery import (
     run_expire_overdue,
     run_fail_stalled,
+    run_renew_leases,
     run_requeue_lost,
 )
 from tests.stored_rows import run_set
@@ -91,3 +92,23 @@ def test_runs_queued_long_past_their_due_time_go_back_to_pending_in_idle_queues_
     assert statuses[lost.pk] == RunStatus.PENDING
     assert statuses[waiting.pk] == RunStatus.QUEUED
     assert statuses[recent.pk] == RunStatus.QUEUED
+
+
+def test_a_lease_is_lost_only_when_the_held_run_was_interrupted_after_its_claim() -> None:
+    """The renewal tells a worker process which of its runs went to another worker while it
+    stood still (the pool process then stops its action); a run it finished itself, one it
+    never claimed, and a redelivery of a run interrupted before it took the message are not
+    losses."""
+    task = services.task_create(id="leases", action="noop")
+    now = timezone.now()
+    held_since = now - timedelta(seconds=30)
+    before = held_since - timedelta(seconds=60)
+    running = stored_run(task, status=RunStatus.RUNNING, started_at=held_since, worker="w1")
+    taken = stored_run(task, status=RunStatus.INTERRUPTED, started_at=held_since, worker="w1")
+    redelivered = stored_run(task, status=RunStatus.INTERRUPTED, started_at=before, worker="w0")
+    finished = stored_run(task, status=RunStatus.COMPLETED, started_at=held_since, worker="w1")
+    unclaimed = stored_run(task, status=RunStatus.QUEUED)
+    held = {str(r.pk): held_since for r in (running, taken, redelivered, finished, unclaimed)}
+    assert run_renew_leases(held=held, now=now) == [str(taken.pk)]
+    assert Run.objects.get(pk=running.pk).heartbeat_at == now
+    assert Run.objects.get(pk=finished.pk).heartbeat_at is None
