@@ -30,6 +30,7 @@ MODULES = {
     "failover": "bench.failover",
     "history": "bench.history",
     "sync": "bench.sync",
+    "stock_edits": "bench.stock_edits",
 }
 
 

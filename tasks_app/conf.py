@@ -340,7 +340,7 @@ class AppSettings:
         high=2**63 - 1,
     )
     BEAT_STOCK_CHECK_SECONDS = Number(
-        10.0,
+        1.0,
         "how often the stock path (PeriodicTasks not owned by a task) checks "
         'django-celery-beat\'s "changed" row when no stock entry is due (it is always '
         "checked right before a stock entry is sent)",

@@ -18,8 +18,9 @@ so a schedule change made through the services is seen on the next tick: no glob
 row is read for owned entries and nothing is reloaded. The stock path for non-owned entries
 still uses django-celery-beat's ``PeriodicTasks`` row to notice changes, but reads it only
 right before it sends a stock entry (so an edit made before the entry's next fire is obeyed,
-as with stock ``DatabaseScheduler``) and otherwise every ``TASKS_BEAT_STOCK_CHECK_SECONDS``,
-instead of on every tick (one indexed read by primary key; owned entries never depend on it).
+as with stock ``DatabaseScheduler``) and otherwise every ``TASKS_BEAT_STOCK_CHECK_SECONDS``
+(1 s), not on each of beat's wake-ups (every ``TASKS_RELEASE_INTERVAL_SECONDS``): one read by
+primary key, whatever the number of schedules; owned entries never depend on it.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ class TaskScheduler(DatabaseScheduler):
         """The stock change check for non-owned entries (see module doc): read the
         ``PeriodicTasks`` row right before a stock entry is sent — so an edit made before
         an entry's next fire is obeyed, as stock does — and otherwise at most every
-        ``TASKS_BEAT_STOCK_CHECK_SECONDS`` (stock reads it on every tick)."""
+        ``TASKS_BEAT_STOCK_CHECK_SECONDS`` (stock reads it on each of its ticks, at most 5 s
+        apart)."""
         now = time.monotonic()
         if now < self._next_change_check and not self._stock_entry_due():
             return False

@@ -31,7 +31,7 @@ from tests.processes import ROOT, Proc, spawn
 
 # Process faults run on shared services; service faults only on the harness's own instances.
 PROCESS_FAULTS = ("worker_kill", "worker_term", "beat_leader_kill", "worker_stop")
-SERVICE_FAULTS = ("rabbitmq_app_restart", "postgres_restart", "redis_restart")
+SERVICE_FAULTS = ("rabbitmq_app_restart", "rabbitmq_restart", "postgres_restart", "redis_restart")
 
 # Short windows so a lost worker is noticed in seconds (production: 10 s heartbeat, 60 s
 # stall), and a deploy's grace shorter than a long run so a deploy hands one back.
@@ -640,7 +640,7 @@ class Soak:
                 "executions": len(executions),
                 "raw_re_executions": max(0, len(executions) - expected_executions),
             },
-            "overlapping_attempts": len(overlaps["rows"]) + len(overlaps["ledger"]),
+            "overlapping_attempts": sum(len(v) for v in overlaps.values()),
             "overlapping_after_stall": len(overlaps["after_stall"]),
             "overlaps": {k: v[:20] for k, v in overlaps.items()},
             "pages": {
@@ -696,10 +696,10 @@ class Soak:
         """Pairs of attempts of one requested run that executed at the same moment.
 
         ``rows``: by the attempts' rows (started..finished), what the system recorded.
-        ``ledger``: by the action bodies (start..return, from the effect ledger). A body whose
-        process was frozen (SIGSTOP) past the stall window, its run handed to another worker,
-        goes on where it stopped after SIGCONT: those pairs are ``after_stall`` (an action
-        cannot be stopped from outside at an arbitrary point; its effect is keyed instead).
+        ``ledger``: by the action bodies (start..return, from the effect ledger), apart from
+        ``after_stall``: a body whose process was frozen (SIGSTOP) past the stall window, its
+        run handed to another worker, that went on after SIGCONT instead of being stopped by
+        its lease (``tasks_app.worker.recovery.lease_lost``). All three count as overlaps.
         """
         rows = {r.id: r for r in attempts}
         stops = [f for f in self.fault_log if f.kind == "worker_stop"]
@@ -788,8 +788,8 @@ def summary(report: dict[str, Any]) -> str:
         f"  effects: {e['effects']} of {e['requested_with_ledger']} (missing {e['missing']}, "
         f"completed twice {e['completed_twice']}), executions {e['executions']}, "
         f"raw re-executions {e['raw_re_executions']}",
-        f"  overlapping attempts: {report['overlapping_attempts']} (a stopped worker's body "
-        f"resumed beside the next attempt: {report['overlapping_after_stall']})",
+        f"  overlapping attempts: {report['overlapping_attempts']} (of which a stopped worker's "
+        f"body resumed beside the next attempt: {report['overlapping_after_stall']})",
         f"  pages: {report['pages']['samples']} samples, 5xx outside faults "
         f"{report['pages']['5xx_outside_faults']}, inside {report['pages']['5xx_inside_faults']}",
         "  recovery (s): "

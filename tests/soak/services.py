@@ -123,7 +123,14 @@ class PrivateServices:
         if os.geteuid() == 0:
             subprocess.run(["chown", "-R", "rabbitmq", str(rdir)], check=True)
             os.chmod(self.base, 0o755)
-        log = (self.base / "rabbit-server.log").open("wb")
+        self._run_rabbitmq()
+        self.rabbitmqctl("add_user", "soak", "soak")
+        self.rabbitmqctl("set_permissions", "-p", "/", "soak", ".*", ".*", ".*")
+
+    def _run_rabbitmq(self) -> None:
+        """Start the node on its data directory and wait until it serves (users, vhosts,
+        durable queues and their messages survive from a previous start)."""
+        log = (self.base / "rabbit-server.log").open("ab")
         self.rabbit = subprocess.Popen(
             [*_as("rabbitmq"), str(RABBIT_BIN / "rabbitmq-server")],
             env=self._rabbit_env(),
@@ -141,8 +148,6 @@ class PrivateServices:
                     log = (self.base / "rabbit-server.log").read_text(errors="replace")
                     raise RuntimeError(f"the soak's RabbitMQ did not start:\n{log[-2000:]}")
                 time.sleep(1)
-        self.rabbitmqctl("add_user", "soak", "soak")
-        self.rabbitmqctl("set_permissions", "-p", "/", "soak", ".*", ".*", ".*")
 
     # -- Redis ---------------------------------------------------------------------------
 
@@ -168,6 +173,12 @@ class PrivateServices:
             self.rabbitmqctl("stop_app")
             time.sleep(OUTAGE_SECONDS)
             self.rabbitmqctl("start_app")
+        elif kind == "rabbitmq_restart":  # the whole node: the Erlang VM stops and starts
+            assert self.rabbit is not None
+            self.rabbitmqctl("stop")
+            self.rabbit.wait(60)
+            time.sleep(OUTAGE_SECONDS)
+            self._run_rabbitmq()
         elif kind == "postgres_restart":
             self._pg_ctl("-m", "fast", "restart")
         elif kind == "redis_restart":
