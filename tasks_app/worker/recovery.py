@@ -4,11 +4,11 @@ their worker, their message or their deadline. The guarantees are in docs/reliab
 - **Lease** (worker side): while a run executes, one daemon thread per worker process
   renews its ``heartbeat_at`` every ``TASKS_HEARTBEAT_SECONDS``. The thread lives in the
   process that runs the action, so when that process dies (SIGKILL, OOM, the hard time
-  limit, the whole machine) the renewals stop with it. A process that stood still past the
-  stall window (SIGSTOP, a frozen VM) and then goes on finds on its next renewal that its
-  run was interrupted and handed to another worker: a prefork pool process then kills
-  itself, so its action stops instead of running beside the run's next attempt (the main
-  process replaces it, as after any lost pool process).
+  limit, the whole machine) the renewals stop with it. A pool process that stood still past
+  the stall window (SIGSTOP, a frozen VM) may have had its run handed to another worker: it
+  kills itself rather than let its action run on beside the run's next attempt — at SIGCONT,
+  before the action takes another step, or when its next renewal finds the run interrupted
+  (the main process replaces it, as after any lost pool process).
 - **Sweep** (beat side, every tick, :func:`recover_runs`):
 
   1. ``pending``/``queued`` runs past their deadline become ``expired`` — also while no
@@ -34,9 +34,11 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from billiard.process import current_process
 from celery import current_app
+from celery.signals import worker_process_init
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
@@ -62,6 +64,7 @@ class LeaseKeeper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, datetime] = {}  # run id -> when this process began holding it
+        self._renewed_at = time.monotonic()  # the last renewal, or the first hold after it
         self._thread: threading.Thread | None = None
         self._pid = 0
 
@@ -70,6 +73,8 @@ class LeaseKeeper:
         """Renew ``run_id``'s lease for as long as the block runs."""
         with self._lock:
             self._ensure_thread()
+            if not self._runs:
+                self._renewed_at = time.monotonic()
             self._runs[run_id] = timezone.now()
         try:
             yield
@@ -93,28 +98,52 @@ class LeaseKeeper:
                 continue
             try:
                 close_old_connections()  # this thread's own connection, health-checked
+                started = time.monotonic()
                 lost = run_renew_leases(held=held, now=timezone.now())
             except Exception:  # the database blinked: renew on the next beat
                 log.warning("renewing the lease of %d runs failed", len(held), exc_info=True)
                 connection.close()
                 continue
+            self._renewed_at = started
             if lost:
-                lease_lost(lost)
+                lease_lost(lost, why="interrupted and handed to another worker")
+
+    def stood_still(self) -> tuple[list[str], float]:
+        """The runs held and how long ago their lease was last renewed (no lock: called from
+        a signal handler, in the thread that may hold it)."""
+        return list(self._runs), time.monotonic() - self._renewed_at
 
 
-def lease_lost(run_ids: list[str]) -> None:
-    """This process's runs were interrupted while it stood still, and their next attempts
-    belong to other workers: stop the actions here. A prefork pool process kills itself
-    (the action cannot be stopped at an arbitrary point any other way; its main process
-    replaces it and hands the message back, which the claim then ignores). In a solo or
-    threads pool the action runs in the worker's main process, which is not killed for one
-    run: the action goes on, and what it returns is refused (the run is not running)."""
+def lease_lost(run_ids: list[str], *, why: str) -> None:
+    """This process's runs may be another worker's now: stop the actions here. A prefork
+    pool process kills itself (the action cannot be stopped at an arbitrary point any other
+    way; its main process replaces it and hands the message back, which the claim ignores or,
+    if the run was not interrupted yet, recovers as an interruption). In a solo or threads
+    pool the action runs in the worker's main process, which is not killed for one run: the
+    action goes on, and what it returns is refused if the run is not running any more."""
     ids = ", ".join(run_ids)
     if current_process().name == "MainProcess":
-        log.error("lease lost on run %s (handed to another worker); its action goes on", ids)
+        log.error("lease lost on run %s (%s); its action goes on", ids, why)
         return
-    log.error("lease lost on run %s (handed to another worker); stopping this pool process", ids)
+    log.error("lease lost on run %s (%s); stopping this pool process", ids, why)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _on_continue(_signum: int, _frame: object) -> None:
+    """SIGCONT in a pool process: Python runs this in the main thread, where the action runs,
+    before the action takes its next step. Stopped longer than the stall window, the run's
+    lease lapsed and beat may already have handed it to another worker; the renewal thread
+    could only find out after the action had gone on (an action that was about to return
+    returns at once), so the process stops now. A shorter stop changes nothing."""
+    held, silent = _keeper.stood_still()
+    if held and silent > app_settings.STALL_SECONDS:
+        lease_lost(held, why=f"this process stood still {silent:.1f} s, past the stall window")
+
+
+@worker_process_init.connect
+def stop_actions_resumed_past_their_lease(**_: Any) -> None:
+    if current_process().name != "MainProcess":
+        signal.signal(signal.SIGCONT, _on_continue)
 
 
 _keeper = LeaseKeeper()

@@ -1,5 +1,5 @@
 """Test actions: an idempotent effect, one that fails its first attempt, a process that kills
-itself, one that ignores its soft time limit."""
+itself, one that stops itself, one that ignores its soft time limit."""
 
 from __future__ import annotations
 
@@ -74,3 +74,17 @@ def ignore_soft_limit(payload: dict[str, JSON], ctx: RunContext) -> str:
         except SoftTimeLimitExceeded:
             continue
     return "slept through the soft limit"
+
+
+@actions.register(
+    "test-stop-self",
+    description="Stops its own process (SIGSTOP) in its first attempt; returns once continued.",
+)
+def stop_self(payload: dict[str, JSON], ctx: RunContext) -> str:
+    execution = Execution.objects.create(
+        run_id=logical_run_id(ctx), attempt_run_id=uuid.UUID(ctx.run_id), pid=os.getpid()
+    )
+    if ctx.attempt == 1:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    Execution.objects.filter(pk=execution.pk).update(finished_at=timezone.now())
+    return "continued"
