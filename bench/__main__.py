@@ -3,13 +3,15 @@
 Scenarios: lateness, beat_throughput, execution, memory, failover (the default set), history
 (on demand: ``python -m bench history``; 20,000,000 runs take ~15 min on a quiet machine),
 sync (on demand: ``tasks sync`` of 1,000 to 100,000 declared schedules beside stock beat),
-plus every module ``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``.
+plus every module ``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``
+(given ``quick=`` too when its ``run`` takes it).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import pkgutil
 import sys
@@ -97,7 +99,8 @@ def run_one(name: str, module_name: str, *, quick: bool) -> dict[str, Any]:
         connections.close_all()
         common.delete_queues(common.QUEUE)  # never inherit a queue declared differently
         try:
-            result = module.run(RESULTS, quick=quick) if name in MODULES else module.run(RESULTS)
+            takes_quick = "quick" in inspect.signature(module.run).parameters
+            result = module.run(RESULTS, quick=quick) if takes_quick else module.run(RESULTS)
         except (OperationalError, ConnectionError, OSError) as exc:
             if attempt == 2:
                 raise

@@ -274,6 +274,17 @@ class Task(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = bounds_constraints("task")
+        indexes = [
+            # The lists' filters, each in id order (a page is an index range, not a sort of
+            # every match), and the values in use the filters offer (a loose index scan).
+            models.Index(fields=["action", "id"], name="task_action_idx"),
+            models.Index(fields=["queue", "id"], name="task_queue_idx"),
+            models.Index(fields=["schedule_type", "id"], name="task_schedule_type_idx"),
+        ]
+        # Search on a fragment of an id or a name (``icontains``: UPPER(col::text) LIKE
+        # '%X%') is served by two pg_trgm GIN indexes on those expressions, task_id_trgm_idx
+        # and task_name_trgm_idx, created in SQL by migration 0017: Django spells an operator
+        # class only with django.contrib.postgres installed, which this app does not require.
         # One per guarded action kind (tasks_app.permissions): held by superusers only
         # until granted, like every Django permission.
         permissions = [
@@ -333,6 +344,8 @@ class TaskState(StatusGuarded):
             # Beat's hot query: due tasks by their next fire (recurring, unpaused and unflagged
             # ones, filtered on the task).
             models.Index(fields=["next_run_at"], name="task_state_next_run_idx"),
+            # The lists' status filter in task id order.
+            models.Index(fields=["status", "task"], name="task_state_status_idx"),
         ]
 
     def __str__(self) -> str:

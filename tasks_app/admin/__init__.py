@@ -22,7 +22,7 @@ it offers only what the user may do, and a refusal is a message or a 403, never 
 Modules: ``site`` (header, index order), ``forms`` (the task form), ``tasks`` and ``runs``
 (the two model pages; ``task_columns``: how a task is shown), ``buttons`` (the POST-only
 buttons), ``views`` (overview, preview, payload check, presentation), ``overview`` (its
-data), ``paging``.
+data), ``paging`` and ``lists`` (what the long lists share).
 """
 
 from . import periodic, runs, site, tasks, tokens

@@ -1,11 +1,12 @@
-"""The admin run list's paginator: no exact ``COUNT(*)`` over the whole history.
+"""The paginator of the admin's long lists (runs, tasks): no exact ``COUNT(*)`` over a
+table that grows with the site.
 
 Django's admin counts the list's rows on every page load (2.4 s at 5,000,000 runs). Here:
 
 - the unfiltered list takes Postgres' own estimate of the table's rows (``pg_class.reltuples``,
   kept by autovacuum/ANALYZE) when it is over ``EXACT_BELOW`` — "about 20,000,000 runs";
 - a filtered list counts at most ``COUNT_CAP`` rows (``SELECT count(*) FROM (... LIMIT n)``)
-  and says "more than 10,000" past that;
+  and says "more than 10,000" past that (a search or a filter that matches many tasks);
 - small tables are counted exactly, as before.
 
 Pages are still addressed by number (the admin's links, sorting and filters all work); a
@@ -32,7 +33,7 @@ def table_estimate(table: str) -> int:
     return int(row[0]) if row else -1
 
 
-class HistoryPaginator(Paginator):
+class BoundedPaginator(Paginator):
     """A paginator whose ``count`` is bounded; ``count_text`` says how it was obtained."""
 
     count_kind = "exact"

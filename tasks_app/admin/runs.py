@@ -22,24 +22,12 @@ from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
     Run,
-    Task,
 )
 from . import attempts as attempts_view
 from .buttons import button_paths
-from .paging import HistoryPaginator
+from .lists import SelectionCheckbox, task_column_filter
+from .paging import BoundedPaginator
 from .views import badge, duration, instant
-
-
-class QueueFilter(admin.SimpleListFilter):
-    title = "queue"
-    parameter_name = "queue"
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        queues = Task.objects.order_by("queue").values_list("queue", flat=True).distinct()
-        return [(q, q) for q in queues]
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet[Run]) -> QuerySet[Run]:
-        return queryset.filter(task__queue=self.value()) if self.value() else queryset
 
 
 def _uuid_range(text: str) -> tuple[uuid.UUID, uuid.UUID] | None:
@@ -51,7 +39,7 @@ def _uuid_range(text: str) -> tuple[uuid.UUID, uuid.UUID] | None:
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
     change_form_template = "admin/tasks_app/run/change_form.html"
     list_display = (
         "short_id",
@@ -66,16 +54,16 @@ class RunAdmin(admin.ModelAdmin):
     )
     list_filter = (
         "status",
-        "task__action",
+        task_column_filter("action", lookup="task__action"),
         "trigger",
-        QueueFilter,
+        task_column_filter("queue", lookup="task__queue", parameter="queue"),
         ("due_at", admin.DateFieldListFilter),
     )
     search_fields = ("=task__id",)
     search_help_text = "A task id, a run id, or the first characters of a run id."
     list_select_related = ("task",)
     show_full_result_count = False
-    paginator = HistoryPaginator  # no COUNT(*) over the whole history (admin_paging)
+    paginator = BoundedPaginator  # no COUNT(*) over the whole history (admin_paging)
     actions = ("cancel", "retry")
     fields = (
         "id",

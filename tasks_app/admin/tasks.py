@@ -27,6 +27,8 @@ from ..timing import scheduling
 from . import views as admin_views
 from .buttons import button_paths
 from .forms import TaskForm, action_schemas
+from .lists import SelectionCheckbox, task_column_filter
+from .paging import BoundedPaginator
 from .task_columns import TaskColumns
 from .views import instant
 
@@ -50,12 +52,21 @@ def _field_errors(exc: ValidationError) -> str:
 
 
 @admin.register(Task)
-class TaskAdmin(TaskColumns, admin.ModelAdmin):
+class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
     form = TaskForm
     change_form_template = "admin/tasks_app/task/change_form.html"
     list_display = ("id", "name", "action", "schedule", "status_badge", "next_run_cell", "owner")
-    list_filter = ("state__status", "action", "schedule_type", "paused", "queue")
+    list_filter = (
+        "state__status",
+        task_column_filter("action", lookup="action"),
+        "schedule_type",
+        "paused",
+        task_column_filter("queue", lookup="queue"),
+    )
+    # A fragment of an id or a word of a name, found through their trigram indexes.
     search_fields = ("id", "name")
+    show_full_result_count = False
+    paginator = BoundedPaginator  # no COUNT(*) over every task (admin_paging)
     readonly_fields = (
         "status_explained",
         "next_run",

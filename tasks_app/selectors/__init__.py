@@ -23,6 +23,7 @@ from .tasks import (
     task_list,
     task_next_run_at,
     task_preview,
+    task_values_in_use,
     tasks_in_alarm,
 )
 
@@ -46,5 +47,6 @@ __all__ = [
     "task_list",
     "task_next_run_at",
     "task_preview",
+    "task_values_in_use",
     "tasks_in_alarm",
 ]

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
@@ -54,6 +55,34 @@ def task_list(
     if search:
         qs = qs.filter(Q(id__icontains=search) | Q(name__icontains=search))
     return in_ranges(qs, TASK_RANGES, ranges).order_by("id")
+
+
+# The task columns whose values in use a list filter offers, each read through its index.
+VALUES_IN_USE = {"action": "task_action_idx", "queue": "task_queue_idx"}
+
+# A loose index scan: the smallest value, then repeatedly the next one above it, each one
+# probe of the column's index; ``SELECT DISTINCT`` would read every task.
+_VALUES_IN_USE_SQL = """
+WITH RECURSIVE v(value) AS (
+    (SELECT {column} FROM tasks_app_task ORDER BY {column} LIMIT 1)
+    UNION ALL
+    SELECT (SELECT t.{column} FROM tasks_app_task t WHERE t.{column} > v.value
+             ORDER BY t.{column} LIMIT 1)
+      FROM v WHERE v.value IS NOT NULL
+)
+SELECT value FROM v WHERE value IS NOT NULL
+"""
+
+
+def task_values_in_use(column: str) -> list[str]:
+    """The distinct values of a task column (one of :data:`VALUES_IN_USE`) over all tasks,
+    in order: what the admin's action and queue filters offer. One index probe per value,
+    so the cost follows the number of distinct values, not of tasks."""
+    if column not in VALUES_IN_USE:
+        raise ValueError(f"no index serves the values of {column!r}")
+    with connection.cursor() as cursor:
+        cursor.execute(_VALUES_IN_USE_SQL.format(column=connection.ops.quote_name(column)))
+        return [row[0] for row in cursor.fetchall()]
 
 
 def in_ranges(qs: QuerySet[Any], columns: dict[str, str], ranges: dict[str, Any]) -> QuerySet[Any]:
