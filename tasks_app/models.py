@@ -274,6 +274,29 @@ class Task(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = bounds_constraints("task")
+        # What beat reads on its ticks besides the due fires, each through an index of the
+        # few tasks it concerns, so a tick costs the same with a million stored schedules:
+        indexes = [
+            # the missed-run alarm's watched tasks (services.alarms.alarms_check),
+            models.Index(
+                fields=["id"],
+                name="task_alert_watched_idx",
+                condition=models.Q(alert_after_seconds__isnull=False),
+            ),
+            # the tasks in alarm (cleared by alarms_check; listed by /api/health, the overview),
+            models.Index(
+                fields=["alarm_since"],
+                name="task_in_alarm_idx",
+                condition=models.Q(alarm_since__isnull=False),
+            ),
+            # the tasks with retention rules of their own (services.retention.prune_plan).
+            models.Index(
+                fields=["id"],
+                name="task_own_retention_idx",
+                condition=models.Q(keep_runs_days__isnull=False)
+                | models.Q(keep_runs_count__isnull=False),
+            ),
+        ]
         # One per guarded action kind (tasks_app.permissions): held by superusers only
         # until granted, like every Django permission.
         permissions = [
