@@ -185,7 +185,7 @@ def seed_owned(count: int, first_at: float) -> float:
                        WHEN 'due' THEN %(first)s
                            + make_interval(secs => %(every)s * s.g / %(due)s::float)
                        WHEN 'interval' THEN %(now)s
-                           + make_interval(secs => 3600 + (s.g * 7919) %% (i.every - 3600))
+                           + make_interval(secs => 3600 + (s.g::bigint * 7919) %% (i.every - 3600))
                        ELSE c.next_run END AS next_run
               FROM (SELECT g, CASE WHEN g < %(due)s THEN 'due'
                                    WHEN g %% 2 = 1 THEN 'interval' ELSE 'cron' END AS kind,
@@ -315,7 +315,7 @@ def seed_stock(count: int, first_at: float) -> float:
                 WHEN 'due' THEN %(first)s
                     + make_interval(secs => %(every)s * s.g / %(due)s::float - %(every)s)
                 WHEN 'interval' THEN %(now)s
-                    + make_interval(secs => 3600 + (s.g * 7919) %% (i.every - 3600) - i.every)
+                    + make_interval(secs => 3600 + (s.g::bigint * 7919) %% (i.every - 3600) - i.every)
                 ELSE %(now)s END""",
         }
         values = ", ".join(overrides.get(c, f"t.{c}") for c in columns)
