@@ -383,13 +383,25 @@ def table_reads() -> dict[str, dict[str, int]]:
     with connection.cursor() as cur:
         cur.execute("SELECT pg_stat_clear_snapshot()")
         cur.execute(
-            """SELECT relname, seq_scan, seq_tup_read, COALESCE(idx_tup_fetch, 0)
-                 FROM pg_stat_user_tables WHERE relname = ANY(%s)""",
+            """SELECT t.relname, t.seq_scan, t.seq_tup_read, COALESCE(t.idx_tup_fetch, 0),
+                      io.heap_blks_hit + COALESCE(io.idx_blks_hit, 0),
+                      io.heap_blks_read + COALESCE(io.idx_blks_read, 0)
+                 FROM pg_stat_user_tables AS t
+                 JOIN pg_statio_user_tables AS io USING (relid)
+                WHERE t.relname = ANY(%s)""",
             [list(SCANNED)],
         )
         return {
-            name: {"seq_scans": a, "seq_rows_read": b, "index_rows_fetched": c}
-            for name, a, b, c in cur.fetchall()
+            name: {
+                "seq_scans": a,
+                "seq_rows_read": b,
+                "index_rows_fetched": c,
+                # Pages found in Postgres's shared buffers / read from the OS (its cache or
+                # the disk): the same rows cost more once the tables outgrow the buffers.
+                "pages_hit": d,
+                "pages_read": e,
+            }
+            for name, a, b, c, d, e in cur.fetchall()
         }
 
 
