@@ -3,6 +3,7 @@
 Scenarios: lateness, beat_throughput, execution, memory, failover (the default set), history
 (on demand: ``python -m bench history``; 20,000,000 runs take ~15 min on a quiet machine),
 sync (on demand: ``tasks sync`` of 1,000 to 100,000 declared schedules beside stock beat),
+beat_scale (on demand: beat with 1,000,000 stored schedules beside stock beat),
 plus every module ``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``
 (given ``quick=`` too when its ``run`` takes it).
 """
@@ -33,6 +34,7 @@ MODULES = {
     "history": "bench.history",
     "sync": "bench.sync",
     "stock_edits": "bench.stock_edits",
+    "beat_scale": "bench.beat_scale",
 }
 
 

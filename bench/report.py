@@ -113,6 +113,32 @@ def _sync(sy: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _beat_scale(bs: dict[str, Any]) -> list[str]:
+    lines = [
+        "## Beat with many stored schedules (1,000 due every 10 s)",
+        "",
+        "| stored | start-up s | RSS after 60 s MiB | tick p50 / p99 ms | in broker <= 1 s "
+        "| stock-entry load ms |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in bs["ours"]:
+        lines.append(
+            f"| {row['schedules']:,} | {row['startup_s']} | {row['rss_after_60s_mb']} "
+            f"| {_p(row['tick_ms'])} / {_p(row['tick_ms'], 'p99')} "
+            f"| {row['in_broker_within_1s_pct']} % | {row['stock_entries_read_ms']} |"
+        )
+    lines += [
+        "",
+        "| stock DatabaseScheduler entries | ticked | start-up s | RSS MiB |",
+        "|---|---|---|---|",
+    ]
+    for row in bs["anchor_stock_database_scheduler"]["sizes"]:
+        lines.append(
+            f"| {row['entries']:,} | {row['ticked']} | {row['startup_s']} | {row['rss_mb']} |"
+        )
+    return [*lines, "", f"Ratios: {json.dumps(bs['ratios'])}", ""]
+
+
 def write(results: Path) -> Path:
     data = _load(results)
     lines = ["# Benchmark report", ""]
@@ -279,10 +305,21 @@ def write(results: Path) -> Path:
         lines += _history(hist)
     if (sy := data.get("sync")) and "sizes" in sy:
         lines += _sync(sy)
+    if (bs := data.get("beat_scale")) and "ours" in bs:
+        lines += _beat_scale(bs)
     for name, d in data.items():
         if (
             name
-            in {"lateness", "beat_throughput", "execution", "memory", "failover", "history", "sync"}
+            in {
+                "lateness",
+                "beat_throughput",
+                "execution",
+                "memory",
+                "failover",
+                "history",
+                "sync",
+                "beat_scale",
+            }
             and "error" not in d
         ):
             continue

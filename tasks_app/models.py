@@ -280,6 +280,27 @@ class Task(models.Model):
             models.Index(fields=["action", "id"], name="task_action_idx"),
             models.Index(fields=["queue", "id"], name="task_queue_idx"),
             models.Index(fields=["schedule_type", "id"], name="task_schedule_type_idx"),
+            # What beat reads on its ticks besides the due fires, each through an index of the
+            # few tasks it concerns, so a tick costs the same with a million stored schedules:
+            # the missed-run alarm's watched tasks (services.alarms.alarms_check),
+            models.Index(
+                fields=["id"],
+                name="task_alert_watched_idx",
+                condition=models.Q(alert_after_seconds__isnull=False),
+            ),
+            # the tasks in alarm (cleared by alarms_check; listed by /api/health, the overview),
+            models.Index(
+                fields=["alarm_since"],
+                name="task_in_alarm_idx",
+                condition=models.Q(alarm_since__isnull=False),
+            ),
+            # the tasks with retention rules of their own (services.retention.prune_plan).
+            models.Index(
+                fields=["id"],
+                name="task_own_retention_idx",
+                condition=models.Q(keep_runs_days__isnull=False)
+                | models.Q(keep_runs_count__isnull=False),
+            ),
         ]
         # Search on a fragment of an id or a name (``icontains``: UPPER(col::text) LIKE
         # '%X%') is served by two pg_trgm GIN indexes on those expressions, task_id_trgm_idx

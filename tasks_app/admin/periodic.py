@@ -5,29 +5,45 @@ shown in django-celery-beat's admin. Those pages get a column naming the owning 
 on the list, and on an owned entry's page a note that it is managed from its task, with a
 link: a change made there does not change when the task runs (beat fires owned entries from
 the task) and is replaced at the task's next save. Entries added there by hand are fired by
-django-celery-beat's own machinery, as usual.
+django-celery-beat's own machinery, as usual; their names may not begin ``task:``, the
+prefix of the entries tasks own (beat's stock path skips those names).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
-from django_celery_beat.admin import PeriodicTaskAdmin
+from django_celery_beat.admin import PeriodicTaskAdmin, PeriodicTaskForm
 from django_celery_beat.models import PeriodicTask
 
 from ..models import Task
+from ..services import OWNED_ENTRY_PREFIX
 
 if admin.site.is_registered(PeriodicTask):
     admin.site.unregister(PeriodicTask)
 
 
+class PeriodicEntryForm(PeriodicTaskForm):
+    def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
+        owned = self.instance.pk and Task.objects.filter(periodic_task=self.instance).exists()
+        if name.startswith(OWNED_ENTRY_PREFIX) and not owned:
+            raise forms.ValidationError(
+                f"Names beginning {OWNED_ENTRY_PREFIX!r} belong to the entries tasks own: "
+                "choose another name, or create a recurring task instead."
+            )
+        return name
+
+
 @admin.register(PeriodicTask)
 class OwnedPeriodicTaskAdmin(PeriodicTaskAdmin):
+    form = PeriodicEntryForm
     change_list_template = "admin/tasks_app/periodictask/change_list.html"
     change_form_template = "admin/tasks_app/periodictask/change_form.html"
     list_display = (*PeriodicTaskAdmin.list_display, "managed_by")

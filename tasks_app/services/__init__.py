@@ -35,7 +35,7 @@ from .run_lifecycle import (
 )
 from .run_release import horizon, publish_runs, release_due_runs
 from .run_tally import run_tally_advance
-from .schedule_sync import EXECUTE_TASK
+from .schedule_sync import EXECUTE_TASK, OWNED_ENTRY_PREFIX
 from .schedules_sync import Plan, SchedulesError, schedules_apply, schedules_plan, schedules_sync
 from .tasks import (
     TASK_FIELDS,
@@ -53,6 +53,7 @@ from .tasks import (
 
 __all__ = [
     "EXECUTE_TASK",
+    "OWNED_ENTRY_PREFIX",
     "Plan",
     "SchedulesError",
     "schedules_apply",

@@ -29,7 +29,7 @@ from ..models import Run, ScheduleType, Task, TaskAuditEntry
 from ..timing import scheduling
 from ..timing.task_schedule import first_fire
 from .audit import plain
-from .schedule_sync import EXECUTE_TASK
+from .schedule_sync import EXECUTE_TASK, owned_entry_name
 from .tasks import SCHEDULE_FIELDS, TASK_FIELDS
 
 BATCH = 5000
@@ -213,7 +213,7 @@ def _entries(tasks: list[Task]) -> dict[str, dict[str, Any]]:
     crontabs = _crontabs(set(crons.values()))
     return {
         t.pk: {
-            "name": f"task:{t.id}",
+            "name": owned_entry_name(t.id),
             "task": EXECUTE_TASK,
             "kwargs": json.dumps({"task_id": t.id}),
             "interval_id": intervals[t.interval_seconds] if _is_interval(t) else None,

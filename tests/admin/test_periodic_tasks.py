@@ -37,3 +37,30 @@ def test_owned_entries_are_explained_and_linked_to_their_task(operator) -> None:
     assert f'<a href="{task_url}">nightly</a>' in page.content.decode()
     mine = operator.get(reverse("admin:django_celery_beat_periodictask_change", args=[own.pk]))
     assert mine.status_code == 200 and 'id="periodic-task-owner"' not in mine.content.decode()
+
+
+def test_a_hand_made_entry_cannot_take_a_name_of_the_tasks_entries(operator) -> None:
+    """Names beginning ``task:`` are the tasks' own: beat's stock path would not fire such
+    an entry, so the page refuses the name and says why."""
+    every = IntervalSchedule.objects.create(every=5, period=IntervalSchedule.MINUTES)
+    add = reverse("admin:django_celery_beat_periodictask_add")
+    form = {
+        "name": "task:mine",
+        "regtask": "",
+        "task": "myapp.cleanup",
+        "interval": every.pk,
+        "args": "[]",
+        "kwargs": "{}",
+        "enabled": "on",
+        "priority": "",
+        "headers": "{}",
+    }
+
+    refused = operator.post(add, form)
+
+    assert refused.status_code == 200
+    assert "belong to the entries tasks own" in refused.content.decode()
+    assert not PeriodicTask.objects.filter(name="task:mine").exists()
+    accepted = operator.post(add, {**form, "name": "mine"})
+    assert accepted.status_code == 302
+    assert PeriodicTask.objects.filter(name="mine").exists()
