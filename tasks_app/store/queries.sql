@@ -176,11 +176,36 @@ UPDATE tasks_app_run
  WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'queued';
 
 -- name: skip_paused_fires
--- A task paused: its schedule fires recorded ahead of their instant (pending or queued)
--- become skipped (pausing stops fires).
+-- A task paused: its schedule fires already due but not started (pending or queued)
+-- become skipped (pausing stops fires). Those not due yet are dropped (drop_fires_ahead).
 UPDATE tasks_app_run
    SET status = 'skipped', finished_at = %(now)s, error = 'skipped: task paused'
- WHERE task_id = %(task_id)s AND trigger = 'schedule' AND status IN ('pending', 'queued');
+ WHERE task_id = %(task_id)s AND trigger = 'schedule' AND status IN ('pending', 'queued')
+   AND due_at <= %(now)s;
+
+-- name: drop_fires_ahead
+-- The given tasks were paused or their schedule changed: their schedule fires recorded
+-- ahead of their instant (pending or queued, due after %(now)s) are removed, as if not
+-- recorded yet. Each task's next fire goes back to the earliest fire removed and its fire
+-- count down by the fires removed, so beat records them again from the task's current
+-- definition (once it is resumed), or the re-planned schedule replaces them. A message
+-- already published for a removed fire finds no run and is ignored. Called after the
+-- task rows are written (locked), the order beat's firing takes them: task, runs, state.
+WITH dropped AS (
+    DELETE FROM tasks_app_run
+     WHERE task_id = ANY(%(task_ids)s) AND trigger = 'schedule'
+       AND status IN ('pending', 'queued') AND due_at > %(now)s
+ RETURNING task_id, scheduled_for
+), per_task AS (
+    SELECT task_id, min(scheduled_for) AS first_fire, count(*) AS fires
+      FROM dropped GROUP BY task_id
+)
+UPDATE tasks_app_taskstate AS s
+   SET next_run_at = LEAST(s.next_run_at, p.first_fire),
+       fire_count = GREATEST(s.fire_count - p.fires, 0)
+  FROM per_task AS p
+ WHERE s.task_id = p.task_id
+RETURNING s.task_id;
 
 -- name: task_paused
 -- The task's state once it is paused.
