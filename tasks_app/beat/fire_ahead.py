@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from .. import selectors, services
 from ..conf import app_settings
@@ -31,10 +31,10 @@ from ..timing.fire_ahead import lead_needed, per_fire
 
 log = logging.getLogger(__name__)
 
-SAFETY = 2.0  # measured rates are taken as half what they were (a shared, noisy machine)
-# Before anything is measured (seconds per fire): about the rates of 2 shared cores.
-START_RECORD_PER_FIRE = 0.0002
-START_PUBLISH_PER_FIRE = 0.0001
+SAFETY = 1.5  # measured rates are taken as 2/3 of what they were (a shared, noisy machine)
+# Before anything is measured (seconds per fire): below the rates of 2 shared cores.
+START_RECORD_PER_FIRE = 0.0003
+START_PUBLISH_PER_FIRE = 0.0002
 
 
 class FireAhead:
@@ -46,6 +46,7 @@ class FireAhead:
         self.record_per_fire = START_RECORD_PER_FIRE
         self.publish_per_fire = START_PUBLISH_PER_FIRE
         self.record_lead = self.release_lead = timedelta(0)
+        self.record_until = self.release_until = datetime.min.replace(tzinfo=UTC)
 
     def fire_due(self, *, now: datetime) -> list[Run]:
         """The leader pass's firing: every fire due within the release horizon."""
@@ -68,7 +69,7 @@ class FireAhead:
         margin = timedelta(seconds=app_settings.BEAT_TICK_SECONDS + 1.0)
         unrecorded = selectors.fires_due_per_second(until=now + cap)
         pending = selectors.pending_fires_per_second(until=now + cap)
-        self.release_lead = lead_needed(
+        release_lead = lead_needed(
             _merged(pending, unrecorded),
             now=now,
             seconds_per_fire=SAFETY * self.publish_per_fire,
@@ -76,7 +77,7 @@ class FireAhead:
             floor=horizon,
             cap=cap,
         )
-        self.record_lead = lead_needed(
+        record_lead = lead_needed(
             unrecorded,
             now=now,
             seconds_per_fire=SAFETY * (self.record_per_fire + self.publish_per_fire),
@@ -84,6 +85,12 @@ class FireAhead:
             floor=horizon,
             cap=cap,
         )
+        # Once an instant is being prepared it stays covered until it has passed: the lead
+        # needed shrinks as the work gets done, and stopping half-way would start over.
+        self.record_until = max(self.record_until, now + record_lead)
+        self.release_until = max(self.release_until, now + release_lead)
+        self.record_lead = max(min(self.record_until - now, cap), horizon)
+        self.release_lead = max(min(self.release_until - now, cap), horizon)
         if self.record_lead > horizon or self.release_lead > horizon:
             log.info(
                 "preparing fires ahead: recording %.1f s, publishing %.1f s ahead "
