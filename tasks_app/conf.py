@@ -268,7 +268,7 @@ class AppSettings:
         above=True,
     )
     FIRE_AHEAD_SECONDS = Number(
-        120.0,
+        300.0,
         "the furthest ahead beat prepares a busy instant: when more fires are due soon than "
         "it can record and publish in the release horizon at its measured rate, it records "
         "them (and publishes them, with their exact ETA) as early as needed, up to this; "

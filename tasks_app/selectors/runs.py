@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
-from django.db.models.functions import Coalesce, Trunc
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Coalesce
 
 from .. import store
-from ..models import FINAL_RUN_STATUSES, Run, RunStatus, RunTally, Trigger
-from .tasks import in_ranges
+from ..models import FINAL_RUN_STATUSES, Run, RunStatus, RunTally
+from .tasks import FIRES_COUNTED, in_ranges
 
 DEAD_STATUSES = (RunStatus.FAILED, RunStatus.EXPIRED)
 # The statuses that end a run for good: a ``retrying`` or ``interrupted`` attempt always has
@@ -146,15 +146,11 @@ def run_tally_totals(*, through: datetime, edges: Sequence[float]) -> RunTotals:
     return totals
 
 
-def pending_fires_per_second(*, until: datetime) -> list[tuple[datetime, int]]:
+def pending_fires_per_second(
+    *, until: datetime, limit: int = FIRES_COUNTED
+) -> list[tuple[datetime, int]]:
     """Schedule fires recorded and not yet published (``pending``) due by ``until``, counted
     per second of their due time, in time order (read by beat to prepare a busy instant;
     through ``run_pending_due_idx``)."""
-    rows = (
-        Run.objects.filter(status=RunStatus.PENDING, trigger=Trigger.SCHEDULE, due_at__lte=until)
-        .annotate(second=Trunc("due_at", "second", tzinfo=UTC))
-        .values_list("second")
-        .annotate(fires=Count("pk"))
-        .order_by("second")
-    )
+    rows = store.fetch_all("pending_fires_per_second", {"until": until, "limit": limit})
     return [(second, fires) for second, fires in rows]

@@ -341,3 +341,24 @@ SELECT r.status, t.action, width_bucket(r.lateness_ms, %(edges)s::float8[]) AS b
   FROM tasks_app_run r JOIN tasks_app_task t ON t.id = r.task_id
  WHERE r.finished_at >= %(since)s AND r.finished_at < %(until)s
  GROUP BY 1, 2, 3;
+
+-- name: fires_due_per_second
+-- Tasks whose next fire (not recorded yet) is due by %(until)s, counted per second of it, in
+-- time order: what beat has to record soon (beat.fire_ahead). The state rows alone, through
+-- task_state_next_run_idx, at most %(limit)s of the earliest (a bounded read even with a
+-- million schedules due after a downtime; beyond that the estimate is already "now").
+SELECT date_trunc('second', d.next_run_at) AS second, count(*)
+  FROM (SELECT next_run_at FROM tasks_app_taskstate
+         WHERE next_run_at <= %(until)s AND status <> 'paused'
+         ORDER BY next_run_at LIMIT %(limit)s) AS d
+ GROUP BY 1 ORDER BY 1;
+
+-- name: pending_fires_per_second
+-- Schedule fires recorded and not yet published (pending) due by %(until)s, counted per
+-- second of their due time, in time order, at most %(limit)s of the earliest, through
+-- run_pending_due_idx (beat.fire_ahead).
+SELECT date_trunc('second', d.due_at) AS second, count(*)
+  FROM (SELECT due_at FROM tasks_app_run
+         WHERE status = 'pending' AND trigger = 'schedule' AND due_at <= %(until)s
+         ORDER BY due_at LIMIT %(limit)s) AS d
+ GROUP BY 1 ORDER BY 1;
