@@ -1,6 +1,6 @@
 """``python -m bench [scenario ...] [--quick]``: run the scenarios, write JSON and REPORT.md.
 
-Scenarios: lateness, beat_throughput, execution, memory, failover (the default set), history
+Scenarios: lateness, beat_throughput, beat_burst, execution, memory, failover (the default set), history
 (on demand: ``python -m bench history``; 20,000,000 runs take ~15 min on a quiet machine),
 sync (on demand: ``tasks sync`` of 1,000 to 100,000 declared schedules beside stock beat),
 beat_scale (on demand: beat with 1,000,000 stored schedules beside stock beat),
@@ -24,10 +24,11 @@ from typing import Any
 from bench import common
 
 RESULTS = Path(__file__).resolve().parent / "results"
-BUILTIN = ["lateness", "beat_throughput", "execution", "memory", "failover"]
+BUILTIN = ["lateness", "beat_throughput", "beat_burst", "execution", "memory", "failover"]
 MODULES = {
     "lateness": "bench.lateness",
     "beat_throughput": "bench.beat_throughput",
+    "beat_burst": "bench.beat_burst",
     "execution": "bench.execution",
     "memory": "bench.memory",
     "failover": "bench.failover",

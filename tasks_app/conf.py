@@ -267,6 +267,13 @@ class AppSettings:
         "runs reach the workers in small, even batches",
         above=True,
     )
+    FIRE_AHEAD_SECONDS = Number(
+        300.0,
+        "the furthest ahead beat prepares a busy instant: when more fires are due soon than "
+        "it can record and publish in the release horizon at its measured rate, it records "
+        "them (and publishes them, with their exact ETA) as early as needed, up to this; "
+        "only recurring fires, and 0 turns it off",
+    )
     MISFIRE_GRACE_SECONDS = Number(
         5.0,
         "a fire recorded later than this after its instant was *missed* (the task's catch-up "

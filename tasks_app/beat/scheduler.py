@@ -11,7 +11,10 @@ whether they can take over)
 2. releases every pending run due within the horizon to the broker with an ETA
    (``services.release_due_runs``) — and does only that every
    ``TASKS_RELEASE_INTERVAL_SECONDS`` in between, so released runs reach the workers in
-   small batches.
+   small batches; and
+3. prepares a busy instant ahead (``tasks_app.beat.fire_ahead``): when more fires are due
+   soon than it can record and publish within the horizon at its measured rate, it records
+   and publishes them earlier (up to ``TASKS_FIRE_AHEAD_SECONDS``), in the release passes.
 
 Both read partial indexes on the due instant (``task_due_fire_idx``, ``run_pending_due_idx``),
 so a schedule change made through the services is seen on the next tick: no global "changed"
@@ -46,6 +49,7 @@ from ..conf import app_settings
 from ..observability import health, metrics
 from ..worker import recovery
 from . import leadership, retention
+from .fire_ahead import FireAhead
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -95,6 +99,7 @@ class TaskScheduler(DatabaseScheduler):
             interval=app_settings.BEAT_TICK_SECONDS,
         )
         self._was_leader = False
+        self.fire_ahead = FireAhead()  # a busy instant prepared ahead (beat.fire_ahead)
         self._next_pass = 0.0
         self._next_release = 0.0
         self._next_change_check = 0.0
@@ -177,11 +182,9 @@ class TaskScheduler(DatabaseScheduler):
         # Each step on its own: one failing (a database blip) must neither kill beat nor
         # hold back the others; the next tick retries it. (One bad task cannot make a step
         # fail: firing isolates it, see services.firing.)
-        fired = (
-            self._step("firing", services.schedule_fire_due, now=now, lookahead=services.horizon())
-            or []
-        )
-        released = self._step("release", services.release_due_runs, now=now) or 0
+        fired = self._step("firing", self.fire_ahead.fire_due, now=now) or []
+        released = self._step("release", self.fire_ahead.release_due, now=now) or 0
+        self._step("planning ahead", self.fire_ahead.plan, now=now)
         self._step("alarms", services.alarms_check, now=now)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.
         retention.keep_pruning()  # old runs deleted from a thread of its own while leading
@@ -218,7 +221,8 @@ class TaskScheduler(DatabaseScheduler):
         batches (a 1 s pass at 200 runs/s handed each worker ~200 ETA messages at once, and
         its main process was busy with them while earlier runs came due)."""
         try:
-            services.release_due_runs(now=now)
+            self.fire_ahead.release_due(now=now)
+            self.fire_ahead.prepare(now=now, budget=app_settings.RELEASE_INTERVAL_SECONDS)
         except Exception:  # as in leader_pass: the next pass retries
             log.exception("beat release failed; retrying next pass")
             close_old_connections()

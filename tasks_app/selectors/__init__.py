@@ -7,6 +7,7 @@ from .runs import (
     RUN_RANGES,
     RunOutcome,
     RunTotals,
+    pending_fires_per_second,
     run_attempts,
     run_list,
     run_list_dead,
@@ -19,6 +20,7 @@ from .tasks import (
     NEXT_RUN_PAUSED_SHORT,
     TASK_RANGES,
     Fire,
+    fires_due_per_second,
     overdue_fire,
     task_list,
     task_next_run_at,
@@ -28,6 +30,8 @@ from .tasks import (
 )
 
 __all__ = [
+    "fires_due_per_second",
+    "pending_fires_per_second",
     "DEAD_STATUSES",
     "MAX_PREVIEW",
     "NEXT_RUN_PAUSED",

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 
 from .. import store
 from ..models import FINAL_RUN_STATUSES, Run, RunStatus, RunTally
-from .tasks import in_ranges
+from .tasks import FIRES_COUNTED, in_ranges
 
 DEAD_STATUSES = (RunStatus.FAILED, RunStatus.EXPIRED)
 # The statuses that end a run for good: a ``retrying`` or ``interrupted`` attempt always has
@@ -144,3 +144,13 @@ def run_tally_totals(*, through: datetime, edges: Sequence[float]) -> RunTotals:
             totals.lateness_count += count
             totals.lateness_sum_ms += float(sum_ms)
     return totals
+
+
+def pending_fires_per_second(
+    *, until: datetime, limit: int = FIRES_COUNTED
+) -> list[tuple[datetime, int]]:
+    """Schedule fires recorded and not yet published (``pending``) due by ``until``, counted
+    per second of their due time, in time order (read by beat to prepare a busy instant;
+    through ``run_pending_due_idx``)."""
+    rows = store.fetch_all("pending_fires_per_second", {"until": until, "limit": limit})
+    return [(second, fires) for second, fires in rows]

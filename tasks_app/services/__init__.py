@@ -33,7 +33,7 @@ from .run_lifecycle import (
     run_interrupt,
     run_lost,
 )
-from .run_release import horizon, publish_runs, release_due_runs
+from .run_release import horizon, publish_runs, release_due_runs, release_fires_ahead
 from .run_tally import run_tally_advance
 from .schedule_sync import EXECUTE_TASK, OWNED_ENTRY_PREFIX
 from .schedules_sync import Plan, SchedulesError, schedules_apply, schedules_plan, schedules_sync
@@ -52,6 +52,7 @@ from .tasks import (
 )
 
 __all__ = [
+    "release_fires_ahead",
     "EXECUTE_TASK",
     "OWNED_ENTRY_PREFIX",
     "Plan",

@@ -26,6 +26,7 @@ well under a second, which is what 10,000 interval schedules every 10 s need.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -46,7 +47,13 @@ FIRE_BATCH = 1000  # tasks locked and written per transaction
 MAX_PASSES = 1000  # bound on batches per call (1,000,000 fires)
 
 
-def schedule_fire_due(*, now: datetime, lookahead: timedelta, batch: int = FIRE_BATCH) -> list[Run]:
+def schedule_fire_due(
+    *,
+    now: datetime,
+    lookahead: timedelta,
+    batch: int = FIRE_BATCH,
+    deadline: float | None = None,
+) -> list[Run]:
     """Record a run for every recurring fire due by ``now + lookahead``; advance each task.
 
     Per batch, in one transaction: lock due tasks (``SKIP LOCKED``: a second beat takes other
@@ -57,13 +64,17 @@ def schedule_fire_due(*, now: datetime, lookahead: timedelta, batch: int = FIRE_
     to ``pending`` so the release pass sends them again. A crash before commit loses
     nothing (the tasks still point at the fires); after commit it fires nothing twice.
     Returns the runs recorded.
+
+    ``deadline`` (``time.monotonic()``): stop after the batch that passes it, the rest for
+    a later call (beat preparing a busy instant ahead, ``TASKS_FIRE_AHEAD_SECONDS``, leaves
+    room for its releases). Tasks are taken earliest fire first, so what is left is later.
     """
     until = now + lookahead
     recorded: list[Run] = []
     for _ in range(MAX_PASSES):
         runs, again = _fire_batch(now=now, until=until, batch=batch)
         recorded.extend(runs)
-        if not again:
+        if not again or (deadline is not None and time.monotonic() >= deadline):
             break
     return recorded
 

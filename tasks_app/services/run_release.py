@@ -16,6 +16,7 @@ never overtake its row.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -26,7 +27,7 @@ from django.utils import timezone
 
 from .. import dispatch, store
 from ..conf import app_settings
-from ..models import EXPLICIT_TRIGGERS, Run, RunStatus
+from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, Trigger
 
 
 def horizon() -> timedelta:
@@ -57,6 +58,25 @@ def release_due_runs(*, now: datetime | None = None, batch: int | None = None) -
         sent = _publish(Q(due_at__lte=now + horizon()), now=now, limit=limit)
         total += sent
         if sent < limit:
+            return total
+
+
+def release_fires_ahead(*, now: datetime, until: datetime, deadline: float | None = None) -> int:
+    """Publish pending **schedule fires** due by ``until`` (beyond the horizon: beat prepares a
+    busy instant, ``TASKS_FIRE_AHEAD_SECONDS``), earliest first, each with its exact ETA, in
+    batches of ``TASKS_RELEASE_BATCH``; stops after the batch that passes ``deadline``
+    (``time.monotonic()``) so the caller's other work goes on. Returns how many went out.
+
+    Only recurring fires go out early: a delayed or at-time run still waits in the database
+    until it is within the horizon. A fire published early still obeys a later pause (the
+    claim declines it), edit or delete (its run is removed, the message finds none)."""
+    limit = app_settings.RELEASE_BATCH
+    which = Q(due_at__lte=until, trigger=Trigger.SCHEDULE)
+    total = 0
+    while True:
+        sent = _publish(which, now=now, limit=limit)
+        total += sent
+        if sent < limit or (deadline is not None and time.monotonic() >= deadline):
             return total
 
 

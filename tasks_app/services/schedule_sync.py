@@ -4,6 +4,7 @@ task owns, and the django-celery-beat entry a recurring task owns (written here 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
@@ -43,6 +44,17 @@ def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
         store.execute("task_refresh_next_run", {"task_id": task.pk})
         task.load_state()
     sync_periodic_task(task)
+
+
+def fires_ahead_drop(task_ids: Iterable[str], *, now: datetime) -> None:
+    """Remove the fires of ``task_ids`` recorded ahead of their instant (``drop_fires_ahead``):
+    the tasks were paused or what their fires are changed, before the fires came due. Beat
+    records fires up to ``TASKS_FIRE_AHEAD_SECONDS`` ahead of a busy instant (and releases
+    them early, with their exact ETA), so without this an edit or a pause made in that
+    minute would be ignored by fires already recorded. Call after the task rows are written."""
+    ids = list(task_ids)
+    if ids:
+        store.execute("drop_fires_ahead", {"task_ids": ids, "now": now})
 
 
 def _sync_once_run(task: Task, *, now: datetime) -> None:

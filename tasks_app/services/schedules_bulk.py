@@ -29,8 +29,8 @@ from ..models import Run, ScheduleType, Task, TaskAuditEntry
 from ..timing import scheduling
 from ..timing.task_schedule import first_fire
 from .audit import plain
-from .schedule_sync import EXECUTE_TASK, owned_entry_name
-from .tasks import SCHEDULE_FIELDS, TASK_FIELDS
+from .schedule_sync import EXECUTE_TASK, fires_ahead_drop, owned_entry_name
+from .tasks import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
 
 BATCH = 5000
 
@@ -88,6 +88,7 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
     if not mine:
         return set()
     replan: set[Task] = set()
+    refire: list[str] = []
     audits: list[TaskAuditEntry] = []
     loaded: list[Task] = []
     for desired in mine:
@@ -107,6 +108,8 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
         task.updated_at = now
         if flagged or any(before[f] != getattr(task, f) for f in SCHEDULE_FIELDS):
             replan.add(task)
+        if flagged or any(before[f] != getattr(task, f) for f in FIRE_FIELDS):
+            refire.append(task.pk)
         changes = {
             f: [
                 _plain(_masked(before["action"], f, before[f])),
@@ -125,6 +128,7 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
         if not f.primary_key and f.name not in ("periodic_task", "created_at")
     ]
     Task.objects.bulk_update(mine, columns, batch_size=1000)
+    fires_ahead_drop(refire, now=now)
     _plan_fires(mine, now=now, replan=replan)
     entries = _entries(mine)
     for task in mine:

@@ -26,7 +26,7 @@ from .audit import audit, plain
 from .errors import ConflictError
 from .run_create import new_run, run_create
 from .run_release import publish_runs, release_due_runs
-from .schedule_sync import sync_periodic_task, sync_schedule
+from .schedule_sync import fires_ahead_drop, sync_periodic_task, sync_schedule
 from .task_rules import check_expiry, check_runnable, stored_schedule_of, task_check
 
 Actor = permissions.Actor
@@ -56,6 +56,17 @@ POLICY_FIELDS = (
     "alert_after_seconds",
     "keep_runs_days",
     "keep_runs_count",
+)
+# What a recorded fire is made of (its instant, due time, deadline, queue and priority):
+# a change of one drops the fires recorded ahead, and beat records them again.
+FIRE_FIELDS = (
+    *SCHEDULE_FIELDS,
+    "end_at",
+    "max_runs",
+    "jitter_seconds",
+    "queue",
+    "priority",
+    "expires_after_seconds",
 )
 TASK_FIELDS = (
     "name",
@@ -143,6 +154,10 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         if flagged:  # an edit clears beat's schedule-error flag and its alarm (services.alarms)
             task.schedule_error, task.alarm_since, task.alarm_note = "", None, ""
         task.save(force_insert=adding)
+        if previous is not None and (
+            flagged or any(getattr(previous, f) != getattr(task, f) for f in FIRE_FIELDS)
+        ):
+            fires_ahead_drop([task.pk], now=now)
         schedule_changed = (
             previous is None
             or flagged  # the stored next fire may be what broke: plan it afresh
@@ -197,11 +212,14 @@ def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
         task.pause_note = note
         task.paused_at = timezone.now()
         task.paused_by = by
-        # Fires already recorded ahead of their instant will not run: pausing stops fires.
+        # Fires already due but not started will not run: pausing stops fires.
         # Rows are written in the order every claim locks them (claim_run): the runs', then
         # the task's, then its state row; another order here could deadlock with a claim.
         store.execute("skip_paused_fires", {"task_id": task.pk, "now": task.paused_at})
         task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "updated_at"])
+        # Fires recorded ahead and not due yet are dropped (not skipped): a resume before
+        # their instant records them again, so pausing for a minute skips only that minute.
+        fires_ahead_drop([task.pk], now=task.paused_at)
         store.execute("task_paused", {"task_id": task.pk})
         task.load_state()
         sync_periodic_task(task)

@@ -176,11 +176,36 @@ UPDATE tasks_app_run
  WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'queued';
 
 -- name: skip_paused_fires
--- A task paused: its schedule fires recorded ahead of their instant (pending or queued)
--- become skipped (pausing stops fires).
+-- A task paused: its schedule fires already due but not started (pending or queued)
+-- become skipped (pausing stops fires). Those not due yet are dropped (drop_fires_ahead).
 UPDATE tasks_app_run
    SET status = 'skipped', finished_at = %(now)s, error = 'skipped: task paused'
- WHERE task_id = %(task_id)s AND trigger = 'schedule' AND status IN ('pending', 'queued');
+ WHERE task_id = %(task_id)s AND trigger = 'schedule' AND status IN ('pending', 'queued')
+   AND due_at <= %(now)s;
+
+-- name: drop_fires_ahead
+-- The given tasks were paused or their schedule changed: their schedule fires recorded
+-- ahead of their instant (pending or queued, due after %(now)s) are removed, as if not
+-- recorded yet. Each task's next fire goes back to the earliest fire removed and its fire
+-- count down by the fires removed, so beat records them again from the task's current
+-- definition (once it is resumed), or the re-planned schedule replaces them. A message
+-- already published for a removed fire finds no run and is ignored. Called after the
+-- task rows are written (locked), the order beat's firing takes them: task, runs, state.
+WITH dropped AS (
+    DELETE FROM tasks_app_run
+     WHERE task_id = ANY(%(task_ids)s) AND trigger = 'schedule'
+       AND status IN ('pending', 'queued') AND due_at > %(now)s
+ RETURNING task_id, scheduled_for
+), per_task AS (
+    SELECT task_id, min(scheduled_for) AS first_fire, count(*) AS fires
+      FROM dropped GROUP BY task_id
+)
+UPDATE tasks_app_taskstate AS s
+   SET next_run_at = LEAST(s.next_run_at, p.first_fire),
+       fire_count = GREATEST(s.fire_count - p.fires, 0)
+  FROM per_task AS p
+ WHERE s.task_id = p.task_id
+RETURNING s.task_id;
 
 -- name: task_paused
 -- The task's state once it is paused.
@@ -316,3 +341,24 @@ SELECT r.status, t.action, width_bucket(r.lateness_ms, %(edges)s::float8[]) AS b
   FROM tasks_app_run r JOIN tasks_app_task t ON t.id = r.task_id
  WHERE r.finished_at >= %(since)s AND r.finished_at < %(until)s
  GROUP BY 1, 2, 3;
+
+-- name: fires_due_per_second
+-- Tasks whose next fire (not recorded yet) is due by %(until)s, counted per second of it, in
+-- time order: what beat has to record soon (beat.fire_ahead). The state rows alone, through
+-- task_state_next_run_idx, at most %(limit)s of the earliest (a bounded read even with a
+-- million schedules due after a downtime; beyond that the estimate is already "now").
+SELECT date_trunc('second', d.next_run_at) AS second, count(*)
+  FROM (SELECT next_run_at FROM tasks_app_taskstate
+         WHERE next_run_at <= %(until)s AND status <> 'paused'
+         ORDER BY next_run_at LIMIT %(limit)s) AS d
+ GROUP BY 1 ORDER BY 1;
+
+-- name: pending_fires_per_second
+-- Schedule fires recorded and not yet published (pending) due by %(until)s, counted per
+-- second of their due time, in time order, at most %(limit)s of the earliest, through
+-- run_pending_due_idx (beat.fire_ahead).
+SELECT date_trunc('second', d.due_at) AS second, count(*)
+  FROM (SELECT due_at FROM tasks_app_run
+         WHERE status = 'pending' AND trigger = 'schedule' AND due_at <= %(until)s
+         ORDER BY due_at LIMIT %(limit)s) AS d
+ GROUP BY 1 ORDER BY 1;

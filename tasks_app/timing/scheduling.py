@@ -18,6 +18,7 @@ Time-zone rules (documented in docs/how-it-works.md):
 from __future__ import annotations
 
 import calendar
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
@@ -164,6 +165,7 @@ def expand_macro(text: str) -> str:
     return _MACROS.get(source.lower(), source)
 
 
+@functools.lru_cache(maxsize=4096)  # pure and immutable: beat parses each task's cron per fire
 def parse_cron(text: str) -> CronExpression:
     """Parse a 5-field cron expression (names and ``@daily``-style macros allowed).
 
