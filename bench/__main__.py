@@ -3,6 +3,7 @@
 Scenarios: lateness, beat_throughput, execution, memory, failover (the default set), history
 (on demand: ``python -m bench history``; 20,000,000 runs take ~15 min on a quiet machine),
 sync (on demand: ``tasks sync`` of 1,000 to 100,000 declared schedules beside stock beat),
+execution_in_process (on demand: a run's bookkeeping in one process beside the floor's),
 plus every module ``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``.
 """
 
@@ -26,6 +27,7 @@ MODULES = {
     "lateness": "bench.lateness",
     "beat_throughput": "bench.beat_throughput",
     "execution": "bench.execution",
+    "execution_in_process": "bench.execution_in_process",
     "memory": "bench.memory",
     "failover": "bench.failover",
     "history": "bench.history",
