@@ -1,7 +1,7 @@
 -- The statements of a run's life, each named once and issued only by tasks_app.store.
--- Parameters are psycopg's %(name)s; {run_columns}, {run_values} and {run_fields:<alias>} /
--- {claimed_task_fields:<alias>} are expanded from the models' columns when this file is
--- loaded.
+-- Parameters are psycopg's %(name)s; {explicit_triggers} (models.EXPLICIT_TRIGGERS, a
+-- constant), {run_columns}, {run_values} and {run_fields:<alias>} /
+-- {claimed_task_fields:<alias>} are expanded from the code when this file is loaded.
 -- Every status change is conditional on the status it leaves (docs/reliability.md), and the
 -- task's state row (tasks_app_taskstate: status, next_run_at, failure streak, fire count)
 -- follows the rules in the SQL functions of schema.sql (tasks_app_next_run_at,
@@ -61,7 +61,7 @@ WITH async_commit AS (
            lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
       FROM tasks_app_task AS t
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
-       AND (NOT t.paused OR r.trigger = ANY(%(explicit_triggers)s))
+       AND (NOT t.paused OR r.trigger = ANY({explicit_triggers}))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
  RETURNING {run_fields:r}, {claimed_task_fields:t}
