@@ -4,6 +4,10 @@ so Postgres writes a new entry in every index of the run (no HOT update), and ea
 non-HOT change of a task's state row one in each of its indexes.
 
 - A run's ``first_attempt`` is indexed only where set (most runs are first attempts).
+- A task's next_run_at is computed inside the statement that writes it
+  (``tasks_app_next_run_at`` and ``tasks_app_earliest_waiting`` are SQL functions the
+  planner inlines), not by a PL/pgSQL function running a query of its own at every claim
+  and completion: store.schema_sql() applied again, its SCHEMA_SHA256 recorded.
 - The task state row loses the ``varchar_pattern_ops`` index Django gives a character
   primary key for ``LIKE`` look-ups, which nothing makes on that table (its primary key
   serves every look-up by task).
@@ -11,6 +15,30 @@ non-HOT change of a task's state row one in each of its indexes.
 
 import django.db.models.deletion
 from django.db import migrations, models
+
+from tasks_app import store
+
+# sha256 of store.schema_sql() as this migration applies it.
+SCHEMA_SHA256 = "f4a7f5473eb6c6a060d20a066aa4ec1828213608ac3db973b9eab72b418738df"
+
+REVERSE = """
+DROP FUNCTION IF EXISTS tasks_app_next_run_at(
+    tasks_app_task, tasks_app_taskstate, timestamptz, timestamptz);
+DROP FUNCTION IF EXISTS tasks_app_earliest_waiting(varchar, uuid);
+CREATE OR REPLACE FUNCTION tasks_app_next_run_at(
+    t tasks_app_task, s tasks_app_taskstate, leaving uuid, arriving timestamptz
+) RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF t.schedule_type IN ('interval', 'cron') THEN
+        RETURN s.next_run_at;
+    END IF;
+    RETURN LEAST(arriving, (
+        SELECT min(w.due_at) FROM tasks_app_run AS w
+         WHERE w.task_id = t.id AND w.status IN ('pending', 'queued')
+           AND w.id IS DISTINCT FROM leaving));
+END
+$$;
+"""
 
 
 class Migration(migrations.Migration):
@@ -44,4 +72,5 @@ class Migration(migrations.Migration):
             reverse_sql="CREATE INDEX IF NOT EXISTS tasks_app_taskstate_task_id_14864559_like "
             "ON tasks_app_taskstate (task_id varchar_pattern_ops)",
         ),
+        migrations.RunSQL(store.schema_sql(), REVERSE),
     ]
