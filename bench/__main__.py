@@ -3,7 +3,9 @@
 Scenarios: lateness, beat_throughput, beat_burst, execution, memory, failover (the default set), history
 (on demand: ``python -m bench history``; 20,000,000 runs take ~15 min on a quiet machine),
 sync (on demand: ``tasks sync`` of 1,000 to 100,000 declared schedules beside stock beat),
-beat_scale (on demand: beat with 1,000,000 stored schedules beside stock beat),
+beat_scale (on demand: beat with 1,000,000 stored schedules beside stock beat), stock_edits
+(on demand: how soon an edit of a hand-made django-celery-beat entry is obeyed, beside stock),
+execution_in_process (on demand: a run's bookkeeping in one process beside the floor's),
 plus every module ``bench/scenario_*.py`` exposing ``run(results_dir: pathlib.Path) -> dict``
 (given ``quick=`` too when its ``run`` takes it).
 """
@@ -30,6 +32,7 @@ MODULES = {
     "beat_throughput": "bench.beat_throughput",
     "beat_burst": "bench.beat_burst",
     "execution": "bench.execution",
+    "execution_in_process": "bench.execution_in_process",
     "memory": "bench.memory",
     "failover": "bench.failover",
     "history": "bench.history",

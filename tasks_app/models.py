@@ -388,8 +388,15 @@ class Run(StatusGuarded):
         help_text="Earlier attempts of this run cut off by their worker's death "
         "(not counted against max_retries).",
     )
+    # Indexed only where set (run_first_attempt_idx): a first attempt, most runs, links
+    # nowhere, and an index entry for it would be written at every change of its status.
     first_attempt = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="retries"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="retries",
+        db_index=False,
     )
 
     scheduled_for = models.DateTimeField(help_text="The instant this run stands for.")
@@ -453,6 +460,12 @@ class Run(StatusGuarded):
                 fields=["finished_at"],
                 name="run_finished_idx",
                 condition=models.Q(finished_at__isnull=False),
+            ),
+            # A run's later attempts (its attempts page, retention unlinking them).
+            models.Index(
+                fields=["first_attempt"],
+                name="run_first_attempt_idx",
+                condition=models.Q(first_attempt__isnull=False),
             ),
         ]
 

@@ -47,6 +47,7 @@ DB_ERRORS = (OperationalError, InterfaceError)
 # concluding that the executor is alive (the backend of a process killed a moment ago may
 # take a few milliseconds to notice and drop the lock).
 EXECUTOR_LOCK_WAIT_SECONDS = 2.0
+_RESULT = Run._meta.get_field("result")
 
 
 def run_execute(*, run_id: str, worker: str) -> Run | None:
@@ -105,7 +106,7 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
     run = _claim(key, worker=worker, now=now, overlap_checked=False)
     if run is None:
         run = _claim_refused(key, worker=worker, now=now)
-    if run is not None:
+    if run is not None and log.isEnabledFor(logging.INFO):
         run_log(log, run).info("run started on %s", worker)
     return run
 
@@ -117,7 +118,6 @@ def _claim(run_id: uuid.UUID, *, worker: str, now: datetime, overlap_checked: bo
             "run_id": run_id,
             "worker": worker,
             "now": now,
-            "explicit_triggers": [str(t) for t in EXPLICIT_TRIGGERS],
             "overlap_checked": overlap_checked,
         },
     )
@@ -231,6 +231,7 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
     off from the database)."""
     text, truncated = cap_output(output)
     now = timezone.now()
+    value = None if result is None else jsonable(result)
     row = store.fetch_one(
         "complete_run",
         {
@@ -238,15 +239,16 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
             "now": now,
             "output": text,
             "truncated": truncated,
-            "result": Run._meta.get_field("result").get_db_prep_save(jsonable(result), connection),
+            "result": None if value is None else _RESULT.get_db_prep_save(value, connection),
         },
     )
     if not row or not row[0]:
         _not_recorded(run, RunStatus.COMPLETED)
         return run
     run.status, run.finished_at = RunStatus.COMPLETED, now
-    run.output, run.truncated, run.result = text, truncated, jsonable(result)
-    run_log(log, run).info("run completed")
+    run.output, run.truncated, run.result = text, truncated, value
+    if log.isEnabledFor(logging.INFO):
+        run_log(log, run).info("run completed")
     return run
 
 

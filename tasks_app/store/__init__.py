@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Field, Model
+from django.db.models.base import DEFERRED
 
-from ..models import Run, RunStatus, Task, allow_status_writes
+from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, Task, allow_status_writes
 
 __all__ = ["RUN_TRANSITIONS", "allow_status_writes", "schema_sql"]
 
@@ -75,6 +76,10 @@ def _aliased(alias: str, fields: Sequence[Field[Any, Any]]) -> str:
 
 
 def _expand(sql: str) -> str:
+    # A constant of the code, written into the statement rather than bound at every call.
+    sql = sql.replace(
+        "{explicit_triggers}", "ARRAY[" + ", ".join(f"'{t}'" for t in EXPLICIT_TRIGGERS) + "]"
+    )
     sql = sql.replace("{run_columns}", ", ".join(f'"{f.column}"' for f in RUN_FIELDS))
     sql = sql.replace("{run_values}", ", ".join(f"%({f.column})s" for f in RUN_FIELDS))
     for alias in set(re.findall(r"\{run_fields:(\w+)\}", sql)):
@@ -107,45 +112,63 @@ def schema_sql() -> str:
     return SCHEMA_FILE.read_text().replace("{run_transitions}", pairs)
 
 
-def _cursor() -> psycopg.Cursor[Any]:
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    return psycopg.Cursor(connection.connection)
+def _cursor(db: Any) -> psycopg.Cursor[Any]:
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    return psycopg.Cursor(db.connection)
 
 
 def fetch_one(name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
     """Run statement ``name``; its first row, or ``None``."""
-    with connection.wrap_database_errors, _cursor() as cur:
+    db = connections[DEFAULT_DB_ALIAS]  # looked up once: each look-up goes through a Local
+    with db.wrap_database_errors, _cursor(db) as cur:
         cur.execute(queries()[name], params, prepare=True)  # type: ignore[call-overload]
         return cur.fetchone()
 
 
 def fetch_all(name: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """Run statement ``name``; all its rows."""
-    with connection.wrap_database_errors, _cursor() as cur:
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.wrap_database_errors, _cursor(db) as cur:
         cur.execute(queries()[name], params, prepare=True)  # type: ignore[call-overload]
         return cur.fetchall()
 
 
 def execute(name: str, params: dict[str, Any]) -> int:
     """Run statement ``name``; how many rows it changed."""
-    with connection.wrap_database_errors, _cursor() as cur:
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.wrap_database_errors, _cursor(db) as cur:
         cur.execute(queries()[name], params, prepare=True)  # type: ignore[call-overload]
         return cur.rowcount
 
 
-@cache
-def _loaders(
-    fields: Sequence[Field[Any, Any]],
-) -> tuple[list[str], list[tuple[int, Any, Field[Any, Any]]]]:
-    """The attribute names of ``fields`` and, per field that has them, its database
-    converters (looked up once: every claim loads two models this way)."""
-    converters = [
-        (i, convert, field)
-        for i, field in enumerate(fields)
-        for convert in field.get_db_converters(connection)  # type: ignore[attr-defined]
-    ]
-    return [f.attname for f in fields], converters
+class _Loader:
+    """How rows of ``fields`` become instances of ``model``, worked out once per field set
+    (every claim loads two models this way): each field's database converters, and where
+    each value goes among the model's concrete fields (the others deferred), so that
+    ``Model.from_db`` gets a full row and does no look-ups of its own."""
+
+    def __init__(self, model: type[Model], fields: Sequence[Field[Any, Any]]) -> None:
+        concrete = list(model._meta.concrete_fields)
+        self.fields = fields
+        self.attnames = [f.attname for f in concrete]
+        self.slots = [concrete.index(f) for f in fields]
+        self.template: list[Any] = [DEFERRED] * len(concrete)
+        self.converters = [
+            (i, convert, field)
+            for i, field in enumerate(fields)
+            for convert in field.get_db_converters(connection)  # type: ignore[attr-defined]
+        ]
+
+
+_LOADERS: dict[tuple[type[Model], int], _Loader] = {}
+
+
+def _loader(model: type[Model], fields: Sequence[Field[Any, Any]]) -> _Loader:
+    found = _LOADERS.get((model, id(fields)))
+    if found is None or found.fields is not fields:
+        found = _LOADERS[(model, id(fields))] = _Loader(model, fields)
+    return found
 
 
 def to_model(model: type[Model], fields: Sequence[Field[Any, Any]], values: Sequence[Any]) -> Any:
@@ -153,11 +176,14 @@ def to_model(model: type[Model], fields: Sequence[Field[Any, Any]], values: Sequ
     the model's other fields are deferred."""
     if len(values) != len(fields):
         raise ValueError(f"{len(values)} values for {len(fields)} fields of {model.__name__}")
-    attnames, converters = _loaders(fields)
+    loader = _loader(model, fields)
     converted = list(values)
-    for i, convert, field in converters:
+    for i, convert, field in loader.converters:
         converted[i] = convert(converted[i], field, connection)
-    return model.from_db(connection.alias, attnames, converted)
+    row = loader.template.copy()
+    for slot, value in zip(loader.slots, converted, strict=True):
+        row[slot] = value
+    return model.from_db(connection.alias, loader.attnames, row)
 
 
 def run_params(run: Run) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 -- The statements of a run's life, each named once and issued only by tasks_app.store.
--- Parameters are psycopg's %(name)s; {run_columns}, {run_values} and {run_fields:<alias>} /
--- {claimed_task_fields:<alias>} are expanded from the models' columns when this file is
--- loaded.
+-- Parameters are psycopg's %(name)s; {explicit_triggers} (models.EXPLICIT_TRIGGERS, a
+-- constant), {run_columns}, {run_values} and {run_fields:<alias>} /
+-- {claimed_task_fields:<alias>} are expanded from the code when this file is loaded.
 -- Every status change is conditional on the status it leaves (docs/reliability.md), and the
 -- task's state row (tasks_app_taskstate: status, next_run_at, failure streak, fire count)
--- follows the rules in the SQL functions of schema.sql (tasks_app_next_run_at,
+-- follows the rules in the SQL functions of schema.sql (tasks_app_next_run_at, fed by
+-- tasks_app_earliest_waiting,
 -- tasks_app_status_after, tasks_app_idle_status, all built on tasks_app_task_status): one
 -- definition for every statement. A run's status moves only along store.RUN_TRANSITIONS,
 -- which the database enforces. The task row itself (its
@@ -32,7 +33,8 @@ WITH created AS (
 UPDATE tasks_app_taskstate AS s
    SET status = CASE WHEN NOT t.paused AND s.status NOT IN ('running', 'paused') THEN 'pending'
                      ELSE s.status END,
-       next_run_at = tasks_app_next_run_at(t, s, NULL, c.due_at)
+       next_run_at = tasks_app_next_run_at(
+           t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at)
   FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id
  WHERE s.task_id = c.task_id
 RETURNING s.task_id;
@@ -61,13 +63,14 @@ WITH async_commit AS (
            lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
       FROM tasks_app_task AS t
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
-       AND (NOT t.paused OR r.trigger = ANY(%(explicit_triggers)s))
+       AND (NOT t.paused OR r.trigger = ANY({explicit_triggers}))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
  RETURNING {run_fields:r}, {claimed_task_fields:t}
 ), task_running AS (
     UPDATE tasks_app_taskstate AS s
-       SET status = 'running', next_run_at = tasks_app_next_run_at(t, s, c.r_id, NULL)
+       SET status = 'running', next_run_at = tasks_app_next_run_at(
+           t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, c.r_id) AS w), NULL)
       FROM claimed AS c JOIN tasks_app_task AS t ON t.id = c.r_task_id
      WHERE s.task_id = c.r_task_id AND NOT t.paused AND s.status <> 'paused'
 )
@@ -89,7 +92,10 @@ WITH finished AS (
     UPDATE tasks_app_taskstate AS s
        SET status = tasks_app_status_after(t, s, 'completed'),
            next_run_at = CASE WHEN t.paused OR s.status = 'paused' THEN s.next_run_at
-                              ELSE tasks_app_next_run_at(t, s, NULL, NULL) END,
+                              ELSE tasks_app_next_run_at(t, s, (
+                                  SELECT w.due_at
+                                    FROM tasks_app_earliest_waiting(t.id, NULL) AS w), NULL)
+                         END,
            consecutive_failures = 0
       FROM finished AS f JOIN tasks_app_task AS t ON t.id = f.task_id
      WHERE s.task_id = f.task_id
@@ -251,7 +257,8 @@ UPDATE tasks_app_taskstate AS s
 -- cancelled, expired): status and next_run_at by the shared rules.
 UPDATE tasks_app_taskstate AS s
    SET status = tasks_app_status_after(t, s, %(run_status)s),
-       next_run_at = tasks_app_next_run_at(t, s, NULL, NULL)
+       next_run_at = tasks_app_next_run_at(
+           t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), NULL)
   FROM tasks_app_task AS t
  WHERE s.task_id = ANY(%(task_ids)s) AND t.id = s.task_id
    AND NOT t.paused AND s.status <> 'paused';
@@ -259,7 +266,8 @@ UPDATE tasks_app_taskstate AS s
 -- name: task_refresh_next_run
 -- The task's next_run_at after its runs were moved (a replanned schedule).
 UPDATE tasks_app_taskstate AS s
-   SET next_run_at = tasks_app_next_run_at(t, s, NULL, NULL)
+   SET next_run_at = tasks_app_next_run_at(
+           t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), NULL)
   FROM tasks_app_task AS t
  WHERE s.task_id = %(task_id)s AND t.id = s.task_id;
 

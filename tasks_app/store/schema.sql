@@ -6,22 +6,28 @@
 -- The placeholder in the last trigger is filled from tasks_app.store.RUN_TRANSITIONS when
 -- the file is read.
 
+-- The earliest due time of a task's waiting runs (pending or queued), not counting the run
+-- ``leaving`` (NULL when none waits). A one-statement SQL table function, so that the
+-- planner inlines it into the statement that reads it: it is planned and cached with that
+-- statement, not run as a query of its own at every call.
+CREATE OR REPLACE FUNCTION tasks_app_earliest_waiting(task varchar, leaving uuid)
+RETURNS TABLE (due_at timestamptz) LANGUAGE sql STABLE AS $$
+    SELECT min(w.due_at) FROM tasks_app_run AS w
+     WHERE w.task_id = task AND w.status IN ('pending', 'queued')
+       AND w.id IS DISTINCT FROM leaving
+$$;
+
 -- A task's next_run_at: a recurring task keeps its planned fire; any other shows its
--- earliest waiting run (pending or queued), not counting the run ``leaving`` and counting
--- the due time ``arriving`` of a run the calling statement inserts (a statement does not
--- see its own changes).
+-- earliest waiting run, ``waiting`` (tasks_app_earliest_waiting, passed as a sub-select:
+-- it is read only for a task that is not recurring), counting the due time ``arriving``
+-- of a run the calling statement inserts (a statement does not see its own changes).
+-- Inlined into the calling statement, like the rules below.
+DROP FUNCTION IF EXISTS tasks_app_next_run_at(tasks_app_task, tasks_app_taskstate, uuid, timestamptz);
 CREATE OR REPLACE FUNCTION tasks_app_next_run_at(
-    t tasks_app_task, s tasks_app_taskstate, leaving uuid, arriving timestamptz
-) RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    IF t.schedule_type IN ('interval', 'cron') THEN
-        RETURN s.next_run_at;
-    END IF;
-    RETURN LEAST(arriving, (
-        SELECT min(w.due_at) FROM tasks_app_run AS w
-         WHERE w.task_id = t.id AND w.status IN ('pending', 'queued')
-           AND w.id IS DISTINCT FROM leaving));
-END
+    t tasks_app_task, s tasks_app_taskstate, waiting timestamptz, arriving timestamptz
+) RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN t.schedule_type IN ('interval', 'cron') THEN s.next_run_at
+                ELSE LEAST(arriving, waiting) END
 $$;
 
 -- A recurring task's next fire when its schedule is saved: ``first_fire`` (computed by the
