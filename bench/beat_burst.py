@@ -54,6 +54,21 @@ AFTER_S = 20  # the interval fires are measured from T - AFTER_S to T + AFTER_S
 STOCK_AFTER_S = 60  # stock gets this long after T to send its burst
 
 
+def daily_crontab(at: datetime, zone: str) -> Any:
+    """The crontab firing daily at ``at``'s local minute in ``zone`` (shared by both sides)."""
+    from django_celery_beat.models import CrontabSchedule
+
+    local = at.astimezone(ZoneInfo(zone))
+    return CrontabSchedule.objects.get_or_create(
+        minute=str(local.minute),
+        hour=str(local.hour),
+        day_of_month="*",
+        month_of_year="*",
+        day_of_week="*",
+        timezone=zone,
+    )[0]
+
+
 def next_minute(after: float) -> datetime:
     at = datetime.fromtimestamp(after, UTC)
     return at.replace(second=0, microsecond=0) + timedelta(minutes=1)
@@ -88,22 +103,13 @@ def aim_burst(at: datetime) -> None:
     zone, and its next fire is ``at``: what an edit through the services leaves, in a few
     statements instead of 100,000 saves."""
     from django.db import connection
-    from django_celery_beat.models import CrontabSchedule
 
     with connection.cursor() as cur:
         for zone in ZONES:
-            local = at.astimezone(ZoneInfo(zone))
-            crontab, _ = CrontabSchedule.objects.get_or_create(
-                minute=str(local.minute),
-                hour=str(local.hour),
-                day_of_month="*",
-                month_of_year="*",
-                day_of_week="*",
-                timezone=zone,
-            )
+            crontab = daily_crontab(at, zone)
             cur.execute(
                 "UPDATE tasks_app_task SET cron = %s WHERE id LIKE 'burst-%%' AND timezone = %s",
-                [f"{local.minute} {local.hour} * * *", zone],
+                [f"{crontab.minute} {crontab.hour} * * *", zone],
             )
             cur.execute(
                 """UPDATE django_celery_beat_periodictask AS p SET crontab_id = %s
@@ -214,7 +220,7 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
 
 
 def measure_stock(size: dict[str, int]) -> dict[str, Any]:
-    from django_celery_beat.models import CrontabSchedule, PeriodicTask
+    from django_celery_beat.models import PeriodicTask
 
     common.reset_tables()
     count = size["stock_burst"]
@@ -224,15 +230,7 @@ def measure_stock(size: dict[str, int]) -> dict[str, Any]:
         at = next_minute(time.time() + 45)
         entries = []
         for zone in ZONES:
-            local = at.astimezone(ZoneInfo(zone))
-            crontab, _ = CrontabSchedule.objects.get_or_create(
-                minute=str(local.minute),
-                hour=str(local.hour),
-                day_of_month="*",
-                month_of_year="*",
-                day_of_week="*",
-                timezone=zone,
-            )
+            crontab = daily_crontab(at, zone)
             entries += [
                 PeriodicTask(
                     name=f"stock-burst-{zone}-{i:06d}",

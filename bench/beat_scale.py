@@ -427,20 +427,7 @@ def measure_ours(count: int) -> dict[str, Any]:
         _shift_due(
             "tasks_app_taskstate", "next_run_at", "task_id", "scale-", first_at - placeholder
         )
-        beat = common.spawn(
-            "scale-beat",
-            common.celery(
-                "project",
-                "beat",
-                "-l",
-                "info",
-                "--pidfile",
-                "",
-                "-s",
-                str(common.LOG_DIR / f"beat-schedule-{time.time_ns()}"),
-            ),
-            TASKS_BEAT_LOG_TICKS="1",
-        )
+        beat = common.spawn_beat(name="scale-beat", TASKS_BEAT_LOG_TICKS="1")
         procs.append(beat)
         common.wait_until(
             lambda: FIRST_PASS in beat.log() or beat.popen.poll() is not None, timeout=120
@@ -506,20 +493,8 @@ def measure_stock(count: int) -> dict[str, Any]:
             "stock-",
             spawned + LEAD_S - placeholder,
         )
-        beat = common.spawn(
-            "scale-stock-beat",
-            common.celery(
-                "project",
-                "beat",
-                "-l",
-                "info",
-                "--pidfile",
-                "",
-                "-s",
-                str(common.LOG_DIR / f"beat-schedule-{time.time_ns()}"),
-                "-S",
-                "django_celery_beat.schedulers:DatabaseScheduler",
-            ),
+        beat = common.spawn_beat(
+            name="scale-stock-beat", scheduler="django_celery_beat.schedulers:DatabaseScheduler"
         )
         procs.append(beat)
         common.wait_until(

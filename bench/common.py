@@ -258,7 +258,8 @@ def start_worker(
     return proc
 
 
-def start_beat(*, scheduler: str | None = None, name: str = "bench-beat", **env: str) -> Proc:
+def spawn_beat(*, scheduler: str | None = None, name: str = "bench-beat", **env: str) -> Proc:
+    """``celery beat`` with the project's scheduler, or ``scheduler``; not waited for."""
     args = [
         "beat",
         "-l",
@@ -270,7 +271,11 @@ def start_beat(*, scheduler: str | None = None, name: str = "bench-beat", **env:
     ]
     if scheduler:
         args += ["-S", scheduler]
-    proc = spawn(name, celery("project", *args), **env)
+    return spawn(name, celery("project", *args), **env)
+
+
+def start_beat(*, scheduler: str | None = None, name: str = "bench-beat", **env: str) -> Proc:
+    proc = spawn_beat(scheduler=scheduler, name=name, **env)
     proc.wait_for("beat: Starting", timeout=120)
     return proc
 
