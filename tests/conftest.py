@@ -6,7 +6,22 @@ from typing import Any
 
 import pytest
 
-from tests.processes import Proc, delete_queue, start_beat, start_worker
+from tests.processes import Proc, delete_queue, logs_written_since, start_beat, start_worker
+
+_STARTED = pytest.StashKey[float]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing test's report ends with the tail of every real process's log written to
+    while it ran (worker, beat, web): a failure on CI says what the processes saw."""
+    report = yield
+    if call.when == "setup":
+        item.stash[_STARTED] = call.start
+    if report.failed and call.when in ("setup", "call"):
+        for title, text in logs_written_since(item.stash.get(_STARTED, call.start)):
+            report.sections.append((title, text))
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,8 @@ from typing import Any
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
+# Every process a test session spawned, so a failing test's report can show their logs.
+SPAWNED: list[Proc] = []
 
 
 def wait_until(
@@ -127,7 +129,26 @@ def spawn(
     popen = subprocess.Popen(
         args, cwd=cwd, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
     )
-    return Proc(name=name, popen=popen, log_path=log_path)
+    proc = Proc(name=name, popen=popen, log_path=log_path)
+    SPAWNED.append(proc)
+    return proc
+
+
+def logs_written_since(started: float, *, tail: int = 4000) -> list[tuple[str, str]]:
+    """``(title, last characters)`` of each spawned process's log that is still running or
+    was written to after ``started`` (``time.time()``): what a failing test's report shows
+    of the real processes."""
+    sections = []
+    for proc in SPAWNED:
+        try:
+            if proc.popen.poll() is not None and proc.log_path.stat().st_mtime < started:
+                continue
+            text = proc.log()
+        except OSError:
+            continue
+        state = "running" if proc.popen.poll() is None else f"exited {proc.popen.returncode}"
+        sections.append((f"{proc.name} log ({proc.log_path.name}, {state})", text[-tail:]))
+    return sections
 
 
 def start_worker(
