@@ -47,3 +47,21 @@ def per_fire(*, seconds: float, fires: int, previous: float, weight: float = 0.5
     if fires < 100 or seconds <= 0:
         return previous
     return (1 - weight) * previous + weight * (seconds / fires)
+
+
+def wall_share(
+    *,
+    step_seconds: float,
+    start_to_start: float,
+    fires: int,
+    previous: float,
+    weight: float = 0.5,
+    least: float = 0.1,
+) -> float:
+    """A new estimate of the share of wall time the preparing steps get: a step that took
+    ``step_seconds`` and the next one ``start_to_start`` after it, blended with
+    ``previous``, never below ``least`` nor above 1 (steps of a few fires keep it)."""
+    if fires < 100 or start_to_start <= 0:
+        return previous
+    share = min(step_seconds / start_to_start, 1.0)
+    return max(least, (1 - weight) * previous + weight * share)
