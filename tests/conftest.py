@@ -14,7 +14,7 @@ _STARTED = pytest.StashKey[float]()
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """A failing test's report ends with the tail of every real process's log written to
-    while it ran (worker, beat, web): a failure on CI says what the processes saw."""
+    while it ran (workers, beats): a failure on CI says what the processes saw."""
     report = yield
     if call.when == "setup":
         item.stash[_STARTED] = call.start

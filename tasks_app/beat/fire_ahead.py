@@ -35,7 +35,8 @@ SAFETY = 1.5  # measured rates are taken as 2/3 of what they were (a shared, noi
 # Before anything is measured (seconds per fire): below the rates of 2 shared cores. The
 # publishing rate is of publishing ahead alone, in bulk: a full 100,000-fire burst went out
 # at 1,950-2,400 messages/s while the short-horizon releases' small batches measured 4,100/s
-# (starting from those, the publishing began 40 s before the minute and ended 3.3 s after).
+# (starting from those, its publishing began 41-45 s before the minute and ended 3.3-6.8 s
+# after it).
 START_RECORD_PER_FIRE = 0.0003
 START_PUBLISH_PER_FIRE = 0.001
 # The share of wall time the preparation gets (its steps run between the leader passes and
@@ -52,8 +53,8 @@ class FireAhead:
         self.record_per_fire = START_RECORD_PER_FIRE
         self.publish_per_fire = START_PUBLISH_PER_FIRE
         # The rates are of the steps alone; the work goes at ``share`` of them, the share of
-        # wall time the steps get, measured from one preparing step to the next (a full
-        # 100,000-fire burst went at 0.65 of the step rates and finished 3.3 s late).
+        # wall time the steps get, measured from one preparing step to the next (76-94 %
+        # while a 100,000-fire burst was prepared).
         self.share = START_SHARE
         self._step_started = self._step_seconds = 0.0
         self.record_lead = self.release_lead = timedelta(0)
