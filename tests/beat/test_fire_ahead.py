@@ -5,6 +5,7 @@ edit or a delete made after that but before the minute is still obeyed; a fire i
 once however often the preparation is replayed; a delayed run is not published early."""
 
 from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -18,6 +19,15 @@ from tasks_app.models import Run, RunStatus, Task, Trigger
 pytestmark = pytest.mark.django_db
 BURST = 40  # cron tasks on the same minute, half of them in Europe/London
 ZONES = ("UTC", "Europe/London")
+
+
+@pytest.fixture(autouse=True)
+def own_queue(extra_queue: str, settings: Any) -> None:
+    """The tasks of each test publish to a queue of its own, deleted after it: the messages
+    of fires published ahead (due minutes later, their rows rolled back with the test) must
+    not wait in the session's queue for the next module's worker, which would take them
+    first and start its own runs minutes late."""
+    settings.CELERY_TASK_DEFAULT_QUEUE = extra_queue
 
 
 def burst_minute() -> datetime:
