@@ -56,17 +56,13 @@ class FireAhead:
         # wall time the steps get, measured from one preparing step to the next (76-94 %
         # while a 100,000-fire burst was prepared).
         self.share = START_SHARE
-        self._step_started = self._step_seconds = 0.0
+        self._last_step: tuple[float, float, int] | None = None  # (start, seconds, fires)
         self.record_lead = self.release_lead = timedelta(0)
         self.record_until = self.release_until = datetime.min.replace(tzinfo=UTC)
 
     def fire_due(self, *, now: datetime) -> list[Run]:
         """The leader pass's firing: every fire due within the release horizon."""
         return self._record(now=now, lookahead=services.horizon(), deadline=None)
-
-    def release_due(self, *, now: datetime) -> int:
-        """The release of every pending run due within the release horizon."""
-        return services.release_due_runs(now=now)
 
     def plan(self, *, now: datetime) -> None:
         """Read the fires due soon and decide both leads (on each leader pass)."""
@@ -116,7 +112,7 @@ class FireAhead:
         ``budget`` seconds (at least one batch of each)."""
         horizon = services.horizon()
         if self.record_lead <= horizon and self.release_lead <= horizon:
-            self._step_started = 0.0  # nothing to prepare: the next step starts a new series
+            self._last_step = None  # nothing to prepare: the next step starts a new series
             return
         began = time.monotonic()
         deadline = began + budget
@@ -135,16 +131,14 @@ class FireAhead:
         self._measure_share(began, time.monotonic() - began, done)
 
     def _measure_share(self, began: float, seconds: float, done: int) -> None:
-        """Blend in the share of wall time the previous step had, if this one follows it
-        (both did work)."""
-        if self._step_started and done:
+        """Blend in the share of wall time the previous step had, now that this one, which
+        follows it, has begun."""
+        if self._last_step is not None:
+            started, took, fires = self._last_step
             self.share = wall_share(
-                step_seconds=self._step_seconds,
-                start_to_start=began - self._step_started,
-                fires=done,
-                previous=self.share,
+                step_seconds=took, start_to_start=began - started, fires=fires, previous=self.share
             )
-        self._step_started, self._step_seconds = (began, seconds) if done else (0.0, 0.0)
+        self._last_step = (began, seconds, done) if done else None
 
     def _record(self, *, now: datetime, lookahead: timedelta, deadline: float | None) -> list[Run]:
         started = time.perf_counter()

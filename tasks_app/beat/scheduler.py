@@ -183,7 +183,7 @@ class TaskScheduler(DatabaseScheduler):
         # hold back the others; the next tick retries it. (One bad task cannot make a step
         # fail: firing isolates it, see services.firing.)
         fired = self._step("firing", self.fire_ahead.fire_due, now=now) or []
-        released = self._step("release", self.fire_ahead.release_due, now=now) or 0
+        released = self._step("release", services.release_due_runs, now=now) or 0
         self._step("planning ahead", self.fire_ahead.plan, now=now)
         self._step("alarms", services.alarms_check, now=now)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.
@@ -221,7 +221,7 @@ class TaskScheduler(DatabaseScheduler):
         batches (a 1 s pass at 200 runs/s handed each worker ~200 ETA messages at once, and
         its main process was busy with them while earlier runs came due)."""
         try:
-            self.fire_ahead.release_due(now=now)
+            services.release_due_runs(now=now)
             self.fire_ahead.prepare(now=now, budget=app_settings.RELEASE_INTERVAL_SECONDS)
         except Exception:  # as in leader_pass: the next pass retries
             log.exception("beat release failed; retrying next pass")
