@@ -17,6 +17,7 @@ import os
 import random
 import re
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,20 @@ SIZES = {
         "native_far": 5_000,
     },
 }
+
+
+def arrive(n: int, rate: float, emit: Callable[[int, float], Any]) -> int:
+    """Call ``emit(i, delay_s)`` ``n`` times at about ``rate`` a second, each with a delay
+    of 1-60 s drawn from one seeded generator: ours and the native anchor get the same
+    arrivals. Returns ``n``."""
+    rng, started, sent = random.Random(4), time.monotonic(), 0
+    while sent < n:
+        target = min(int((time.monotonic() - started) * rate), n)
+        while sent < target:
+            emit(sent, rng.uniform(1, 60))
+            sent += 1
+        time.sleep(0.005)
+    return sent
 
 
 def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
@@ -102,26 +117,22 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
     near_tasks = common.create_tasks("near", 1_000)
     insert_s = common.insert_future_runs(size["backlog"], tasks=far_tasks)
     tasks = list(Task.objects.filter(id__in=near_tasks))
-    rng = random.Random(4)
     with common.processes() as procs:
         procs.append(common.start_worker())
         procs.append(common.start_beat())
         time.sleep(3)
         started = time.monotonic()
-        created = 0
-        while created < size["near"]:
-            target = int((time.monotonic() - started) * size["rate"])
-            while created < min(target, size["near"]):
-                now = timezone.now()
-                delay = timedelta(seconds=rng.uniform(1, 60))
-                run_create(
-                    task=tasks[created % len(tasks)],
-                    trigger=Trigger.DELAY,
-                    due_at=now + delay,
-                    now=now,
-                )
-                created += 1
-            time.sleep(0.005)
+
+        def create(i: int, delay_s: float) -> None:
+            now = timezone.now()
+            run_create(
+                task=tasks[i % len(tasks)],
+                trigger=Trigger.DELAY,
+                due_at=now + timedelta(seconds=delay_s),
+                now=now,
+            )
+
+        created = arrive(size["near"], size["rate"], create)
         produce_s = time.monotonic() - started
         near = Run.objects.filter(task_id__in=near_tasks)
         common.wait_until(
@@ -337,9 +348,10 @@ def measure_native_anchor(size: dict[str, int]) -> dict[str, Any]:
             "samples": [],
         }
     script = f"""
-import os, random, time
+import time
 from datetime import UTC, datetime
 from bench import anchor_app
+from bench.lateness import arrive
 far, near, rate = {size["native_far"]}, {size["near"]}, {size["rate"]}
 app = anchor_app.app
 fast = app.connection_for_write(transport_options={{'confirm_publish': False}})
@@ -347,17 +359,13 @@ with app.producer_or_acquire(app.amqp.Producer(fast)) as p:
     for i in range(far):
         anchor_app.anchor.apply_async((time.time() + 86400,), countdown=86400, producer=p)
 fast.release()
-# The same arrivals as ours: ``near`` at ``rate``/s, each due 1-60 s after it is published
-# (native delayed delivery needs at least 1 s), the same delays from the same seed.
-rng, started, sent = random.Random(4), time.monotonic(), 0
+# The same arrivals as ours (bench.lateness.arrive): each due 1-60 s after it is published
+# (native delayed delivery needs at least 1 s).
 with app.producer_or_acquire() as p:
-    while sent < near:
-        target = min(int((time.monotonic() - started) * rate), near)
-        while sent < target:
-            due = time.time() + rng.uniform(1, 60)
-            anchor_app.anchor.apply_async((due,), eta=datetime.fromtimestamp(due, UTC), producer=p)
-            sent += 1
-        time.sleep(0.005)
+    def publish(i, delay_s):
+        due = time.time() + delay_s
+        anchor_app.anchor.apply_async((due,), eta=datetime.fromtimestamp(due, UTC), producer=p)
+    arrive(near, rate, publish)
 print('published', far, near, flush=True)
 """
     try:
