@@ -21,6 +21,7 @@ SCHEMA_SHA256 = "cc5527b501c5aef5ae602cbf478f7be5ccfb8271a97785593a986c48adbb795
 REVERSE = f"""
 DROP TRIGGER IF EXISTS tasks_app_run_transition ON tasks_app_run;
 DROP FUNCTION IF EXISTS tasks_app_run_transition_refused();
+DROP FUNCTION IF EXISTS tasks_app_run_transition_check();
 DROP FUNCTION IF EXISTS tasks_app_idle_status(tasks_app_task, tasks_app_taskstate);
 DROP FUNCTION IF EXISTS tasks_app_planned_fire(tasks_app_task, tasks_app_taskstate, boolean, timestamptz);
 {STATE_0012.DROP}

@@ -106,10 +106,12 @@ def queries() -> dict[str, str]:
 
 def schema_sql() -> str:
     """``schema.sql`` with :data:`RUN_TRANSITIONS` written into it, as migrations apply it."""
-    pairs = ", ".join(
-        f"('{old}', '{new}')" for old, news in RUN_TRANSITIONS.items() for new in sorted(news)
-    )
-    return SCHEMA_FILE.read_text().replace("{run_transitions}", pairs)
+    arms = []
+    for old, news in RUN_TRANSITIONS.items():
+        if news:
+            targets = ", ".join(f"'{new}'" for new in sorted(news))
+            arms.append(f"WHEN '{old}' THEN NEW.status::text IN ({targets})")
+    return SCHEMA_FILE.read_text().replace("{run_transitions}", "\n        ".join(arms))
 
 
 def _cursor(db: Any) -> psycopg.Cursor[Any]:

@@ -3,18 +3,23 @@
 -- transitions, enforced by the database. Every definition is CREATE OR REPLACE, so the whole
 -- file is applied again as it changes: a migration runs it (tasks_app.store.schema_sql), and
 -- tests/store/test_schema.py fails while the migrated database differs from this file.
--- The placeholder in the last trigger is filled from tasks_app.store.RUN_TRANSITIONS when
+-- The placeholder in the last function is filled from tasks_app.store.RUN_TRANSITIONS when
 -- the file is read.
 
 -- The earliest due time of a task's waiting runs (pending or queued), not counting the run
 -- ``leaving`` (NULL when none waits). A one-statement SQL table function, so that the
 -- planner inlines it into the statement that reads it: it is planned and cached with that
--- statement, not run as a query of its own at every call.
+-- statement, not run as a query of its own at every call. No row when none waits (read
+-- as a sub-select, that is NULL). The first row in index order rather than min(): the
+-- planner turns a min() into the same index probe but wraps it in an init plan of its own,
+-- which cost a claim and a completion about 0.01 ms of Postgres CPU each, measured.
 CREATE OR REPLACE FUNCTION tasks_app_earliest_waiting(task varchar, leaving uuid)
 RETURNS TABLE (due_at timestamptz) LANGUAGE sql STABLE AS $$
-    SELECT min(w.due_at) FROM tasks_app_run AS w
+    SELECT w.due_at FROM tasks_app_run AS w
      WHERE w.task_id = task AND w.status IN ('pending', 'queued')
        AND w.id IS DISTINCT FROM leaving
+     ORDER BY w.due_at
+     LIMIT 1
 $$;
 
 -- A task's next_run_at: a recurring task keeps its planned fire; any other shows its
@@ -100,19 +105,24 @@ CREATE OR REPLACE TRIGGER tasks_app_task_state AFTER INSERT ON tasks_app_task
     FOR EACH ROW EXECUTE FUNCTION tasks_app_task_state_insert();
 
 -- A run's status moves only along RUN_TRANSITIONS: any other change is refused by the
--- database, whoever writes it. The pairs are in the trigger's WHEN clause, evaluated without
--- calling a function, so an allowed change (every claim and completion) costs no call.
-CREATE OR REPLACE FUNCTION tasks_app_run_transition_refused() RETURNS trigger
+-- database, whoever writes it. The table is in a PL/pgSQL function, compiled once per
+-- session, and the trigger has no WHEN clause: Postgres reads a trigger's WHEN back from its
+-- stored form and prepares it again for every statement, a cost that grows with the
+-- clause. Measured in one Postgres session, an UPDATE of one row's status, committed: 14 us
+-- without the trigger, 19 us with it, 62 us with the 14 pairs written in its WHEN clause.
+CREATE OR REPLACE FUNCTION tasks_app_run_transition_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    RAISE EXCEPTION 'run %: status % -> % is not an allowed transition',
-        NEW.id, OLD.status, NEW.status
-        USING ERRCODE = 'check_violation', HINT = 'tasks_app.store.RUN_TRANSITIONS';
+    IF OLD.status::text <> NEW.status::text AND NOT (CASE OLD.status::text
+        {run_transitions}
+        ELSE false END) THEN
+        RAISE EXCEPTION 'run %: status % -> % is not an allowed transition',
+            NEW.id, OLD.status, NEW.status
+            USING ERRCODE = 'check_violation', HINT = 'tasks_app.store.RUN_TRANSITIONS';
+    END IF;
+    RETURN NEW;
 END
 $$;
 
 CREATE OR REPLACE TRIGGER tasks_app_run_transition BEFORE UPDATE OF status ON tasks_app_run
-    FOR EACH ROW
-    WHEN (OLD.status IS DISTINCT FROM NEW.status
-          AND (OLD.status::text, NEW.status::text) NOT IN ({run_transitions}))
-    EXECUTE FUNCTION tasks_app_run_transition_refused();
+    FOR EACH ROW EXECUTE FUNCTION tasks_app_run_transition_check();
