@@ -507,6 +507,7 @@ class RunDetailView(ApiView):
             outcome = selectors.run_outcome(run=run)
         except Run.DoesNotExist as exc:  # deleted with its task since it was read
             raise Http404(str(exc)) from exc
+        run = outcome.current(run)
         return Response(RunDetailSerializer(run, context={"outcome": outcome}).data)
 
 

@@ -68,7 +68,11 @@ def run_attempts(*, run: Run) -> QuerySet[Run]:
     """Every attempt of the run ``run`` belongs to (the first attempt and its retries), in
     order: one query, served by the primary key and the ``first_attempt`` index."""
     first = run.first_attempt_id or run.id
-    return Run.objects.filter(Q(pk=first) | Q(first_attempt_id=first)).order_by("attempt")
+    return (
+        Run.objects.filter(Q(pk=first) | Q(first_attempt_id=first))
+        .select_related("task")
+        .order_by("attempt")
+    )
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,11 @@ class RunOutcome:
     @property
     def latest(self) -> Run:
         return self.attempts[-1]
+
+    def current(self, run: Run) -> Run:
+        """``run`` as read with its attempts, so that its status agrees with the outcome: a
+        run read before them may have finished in between (``run`` itself once gone)."""
+        return next((a for a in self.attempts if a.pk == run.pk), run)
 
     @property
     def status(self) -> str | None:

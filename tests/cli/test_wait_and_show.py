@@ -11,10 +11,11 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from tasks_app import services
 from tasks_app.models import Run
-from tests.processes import ROOT, process_env
+from tests.processes import ROOT, process_env, wait_until
 from tests.run_chains import complete, fail, flaky_task, interrupt
 
 
@@ -125,3 +126,34 @@ def test_wait_exit_statuses_from_the_real_command_line() -> None:
     _, stderr = waiter.communicate(timeout=60)
     assert waiter.returncode == 1, stderr
     assert f"run {waiting.id} no longer exists" in stderr or "no run with id" in stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_prints_the_run_as_it_ended_not_as_it_was_when_the_wait_began() -> None:
+    task = flaky_task("finishing", max_retries=0)
+    run = services.task_schedule_once(task=task, delay_seconds=3600)
+    waiter = subprocess.Popen(
+        [sys.executable, "manage.py", "tasks", "wait", str(run.id), "--json", "--timeout", "60s"],
+        cwd=ROOT,
+        env=process_env(PGAPPNAME="waiter"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    # The run ends once the waiter has read it and polled its attempts (still waiting).
+    def waiter_polled() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT 1 FROM pg_stat_activity"
+                " WHERE application_name = 'waiter' AND query LIKE '%%first_attempt_id%%'"
+            )
+            return cursor.fetchone() is not None
+
+    wait_until(waiter_polled, timeout=30, message="the waiter to poll the run's attempts")
+    complete(run)
+    stdout, stderr = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0, stderr
+    body = json.loads(stdout)
+    assert (body["status"], body["outcome"]) == ("completed", "completed")
+    assert body["finished_at"] is not None

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tasks_app import selectors, services
 from tasks_app.models import Run
-from tests.run_chains import flaky_task, interrupt
+from tests.run_chains import complete, flaky_task, interrupt
 
 pytestmark = pytest.mark.django_db
 
@@ -34,3 +35,17 @@ def test_the_outcome_of_a_run_deleted_since_it_was_read_is_an_error_not_a_wait()
     services.task_delete(task=task, by="test")
     with pytest.raises(Run.DoesNotExist, match=f"run {run.id} no longer exists"):
         selectors.run_outcome(run=run)
+
+
+def test_the_run_read_with_its_attempts_agrees_with_the_outcome() -> None:
+    """A run page reads the run, then its attempts: a run that ended in between is shown as
+    it ended (``GET /api/runs/{id}`` once answered ``running`` with outcome ``completed``)."""
+    task = flaky_task("in-between", max_retries=0)
+    stale = Run.objects.select_related("task").get(pk=services.task_execute(task=task).pk)
+    complete(stale)
+    outcome = selectors.run_outcome(run=stale)
+    current = outcome.current(stale)
+    assert (stale.status, current.status, outcome.status) == ("pending", "completed", "completed")
+    with CaptureQueriesContext(connection) as queries:
+        assert current.task.action == "noop"
+    assert len(queries) == 0

@@ -604,6 +604,7 @@ class Command(BaseCommand):
     def do_show(self, o: dict[str, Any]) -> None:
         run = self.run(o["run_id"])
         outcome = selectors.run_outcome(run=run)
+        run = outcome.current(run)
         self.out(self.run_detail(run, outcome), self.outcome_text(run, outcome))
 
     def do_wait(self, o: dict[str, Any]) -> None:
@@ -613,6 +614,7 @@ class Command(BaseCommand):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             outcome = selectors.run_outcome(run=run)
+            run = outcome.current(run)
             self.now = timezone.now()
             if outcome.status is not None:
                 break
