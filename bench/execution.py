@@ -102,11 +102,14 @@ def _load_runs(prefix: str, n: int, *, status: str) -> None:
 
 def measure_in_process(n: int) -> dict[str, Any]:
     """Without Celery: one process executes ``n`` queued runs one after another as a pool
-    process does (claim, the no-op action, completion: ``services.run_execute``), then makes
+    process does (claim, the no-op action, completion: ``services.run_execute``) and makes
     the floor's two one-row ``UPDATE``s (``bench.anchor_app.two_writes``) ``n`` times on a
-    connection of its own. Per run: wall time, this process's CPU and its Postgres backend's
-    CPU (``/proc``; ``None`` when Postgres runs elsewhere). What the lifecycle's statements
-    cost, apart from the broker and the pool, which the rows above include."""
+    connection of its own, the two sides taking turns in chunks of ``CHUNK`` so that both
+    meet the same machine (a shared host's speed drifts within a round: measured one after
+    the other, the ratio of the two moved from 1.1 to 2.2 between rounds). Per run: wall
+    time, this process's CPU and each side's Postgres backend's CPU (``/proc``; ``None``
+    when Postgres runs elsewhere), summed over the side's chunks. What the lifecycle's
+    statements cost, apart from the broker and the pool, which the rows above include."""
     import logging
 
     import psycopg
@@ -119,45 +122,68 @@ def measure_in_process(n: int) -> dict[str, Any]:
     _load_runs("inproc", n, status="queued")
     ids = [str(i) for i in Run.objects.order_by("?").values_list("id", flat=True)]
     _reset_floor_table(anchor_app.FLOOR_ROWS)
-
-    def ours(i: int) -> None:
-        services.run_execute(run_id=ids[i], worker="bench-inprocess")
-
     with connection.cursor() as cur:
         cur.execute("SELECT pg_backend_pid()")
         ours_backend = cur.fetchone()[0]
     logging.disable(logging.INFO)  # a worker's two lines per run would flood the bench log
     try:
-        result = {"ours": _per_run(ours, n, ours_backend)}
+        with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as pg:
+            sides = {
+                "ours": _Side(
+                    lambda i: services.run_execute(run_id=ids[i], worker="bench-inprocess"),
+                    ours_backend,
+                ),
+                "floor": _Side(
+                    lambda i: anchor_app.two_writes(pg, i % anchor_app.FLOOR_ROWS),
+                    pg.info.backend_pid,
+                ),
+            }
+            for side in sides.values():
+                side.step(0)  # warm-up: connects, prepares
+            for first in range(1, n, CHUNK):
+                for side in sides.values():
+                    side.measure(range(first, min(first + CHUNK, n)))
+            result = {name: side.per_run() for name, side in sides.items()}
     finally:
         logging.disable(logging.NOTSET)
-    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as pg:
-
-        def floor(i: int) -> None:
-            anchor_app.two_writes(pg, i % anchor_app.FLOOR_ROWS)
-
-        result["floor"] = _per_run(floor, n, pg.info.backend_pid)
     common.reset_tables()
     return result
 
 
-def _per_run(step: Callable[[int], None], n: int, backend_pid: int) -> dict[str, Any]:
-    """``step(0)`` (warm-up), then ``step(1..n-1)``: ms per step of wall time, this
-    process's CPU and the Postgres backend's CPU."""
-    step(0)
-    wall, cpu, backend = time.perf_counter(), time.process_time(), _backend_cpu(backend_pid)
-    for i in range(1, n):
-        step(i)
-    after = _backend_cpu(backend_pid)
-    per = 1000 / (n - 1)
-    return {
-        "runs": n - 1,
-        "wall_ms": round((time.perf_counter() - wall) * per, 3),
-        "client_cpu_ms": round((time.process_time() - cpu) * per, 3),
-        "postgres_cpu_ms": None
-        if backend is None or after is None
-        else round((after - backend) * per, 3),
-    }
+# Steps per turn of each side in measure_in_process: short enough that both meet the same
+# machine, long enough for the backends' CPU clock (10 ms ticks) to count each turn.
+CHUNK = 200
+
+
+class _Side:
+    """One side of measure_in_process: ``step(i)`` and its totals over the chunks it ran."""
+
+    def __init__(self, step: Callable[[int], None], backend_pid: int) -> None:
+        self.step, self.backend_pid = step, backend_pid
+        self.steps, self.wall, self.cpu = 0, 0.0, 0.0
+        self.backend: float | None = 0.0
+
+    def measure(self, steps: range) -> None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        backend = _backend_cpu(self.backend_pid)
+        for i in steps:
+            self.step(i)
+        after = _backend_cpu(self.backend_pid)
+        self.wall += time.perf_counter() - wall
+        self.cpu += time.process_time() - cpu
+        self.steps += len(steps)
+        if self.backend is not None:
+            self.backend = None if backend is None or after is None else self.backend + after - backend
+
+    def per_run(self) -> dict[str, Any]:
+        """ms per step of wall time, this process's CPU and the Postgres backend's CPU."""
+        per = 1000 / self.steps
+        return {
+            "runs": self.steps,
+            "wall_ms": round(self.wall * per, 3),
+            "client_cpu_ms": round(self.cpu * per, 3),
+            "postgres_cpu_ms": None if self.backend is None else round(self.backend * per, 3),
+        }
 
 
 def _backend_cpu(pid: int) -> float | None:

@@ -1,13 +1,14 @@
 """Scenario ``execution_in_process``: what a run's bookkeeping costs, without broker or pool.
 
 One process executes queued no-op runs one after another as a pool process does
-(``services.run_execute``: claim, the action, completion), then makes the floor's two
-one-row ``UPDATE``s (``bench.anchor_app.two_writes``) as many times on a connection of its
-own (``bench.execution.measure_in_process``), in alternating rounds; per run, the median of
-the rounds of each figure: wall time, this process's CPU, its Postgres backend's CPU. Also
-the statements a run sends (every statement on the process's connections, counted over
-the rounds' runs). The ``execution`` scenario has the same pair as its in-process row; this
-one runs it alone, with more rounds, to see a change to the statements quickly.
+(``services.run_execute``: claim, the action, completion) and makes the floor's two one-row
+``UPDATE``s (``bench.anchor_app.two_writes``) as many times on a connection of its own
+(``bench.execution.measure_in_process``), the two taking turns in chunks of 200; per run,
+the median of the rounds of each figure: wall time, this process's CPU, its Postgres
+backend's CPU. Also the statements a run sends (every statement on the process's
+connections, counted over the rounds' runs). The ``execution`` scenario has the same pair
+as its in-process row; this one runs it alone, with more rounds, to see a change to the
+statements quickly.
 """
 
 from __future__ import annotations
