@@ -173,7 +173,9 @@ class _Side:
         self.cpu += time.process_time() - cpu
         self.steps += len(steps)
         if self.backend is not None:
-            self.backend = None if backend is None or after is None else self.backend + after - backend
+            self.backend = (
+                None if backend is None or after is None else self.backend + after - backend
+            )
 
     def per_run(self) -> dict[str, Any]:
         """ms per step of wall time, this process's CPU and the Postgres backend's CPU."""

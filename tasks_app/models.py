@@ -452,6 +452,13 @@ class Run(StatusGuarded):
                 condition=models.Q(status__in=["pending", "queued"]),
             ),
             models.Index(fields=["status", "-due_at"], name="run_status_due_idx"),
+            # A task's running runs: whether another still runs when one ends
+            # (tasks_app_other_running), without walking the task's history.
+            models.Index(
+                fields=["task"],
+                name="run_running_task_idx",
+                condition=models.Q(status="running"),
+            ),
             # The unfiltered run lists (admin, API), newest first with a stable tie-break,
             # and the overview's windows: no scan that grows with history.
             models.Index(fields=["-due_at", "-id"], name="run_due_idx"),

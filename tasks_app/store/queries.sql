@@ -5,14 +5,13 @@
 -- Every status change is conditional on the status it leaves (docs/reliability.md), and the
 -- task's state row (tasks_app_taskstate: status, next_run_at, failure streak, fire count)
 -- follows the rules in the SQL functions of schema.sql (tasks_app_next_run_at, fed by
--- tasks_app_earliest_waiting,
--- tasks_app_status_after, tasks_app_idle_status, all built on tasks_app_task_status): one
+-- tasks_app_earliest_waiting; tasks_app_status_after, tasks_app_status_on_create and
+-- tasks_app_idle_status, built on tasks_app_task_status and tasks_app_other_running): one
 -- definition for every statement. A run's status moves only along store.RUN_TRANSITIONS,
--- which the database enforces. The task row itself (its
--- configuration) is only read here, never locked: a pause committed while a statement runs
--- shows in the state row (task_pause sets its status to paused), which is the row updated,
--- so Postgres re-reads it before the update; hence "s.status <> 'paused'" beside
--- "NOT t.paused".
+-- which the database enforces. The task row itself (its configuration) is only read here,
+-- never locked: a pause committed while a statement runs shows in the state row
+-- (task_pause sets its status to paused), which is the row updated, so Postgres re-reads
+-- it before the update; hence "s.status <> 'paused'" beside "NOT t.paused".
 -- The executor lock: the session that claims a run holds a session-level advisory lock keyed
 -- on hashtextextended(<run id>::text, 0) until its completion releases it. Postgres drops it
 -- the instant that session's connection dies, so a redelivered message can tell a dead
@@ -24,15 +23,14 @@
 -- every queued run per claim: a cost that grew with the backlog (tests/store/test_plans.py).
 
 -- name: create_run
--- Insert a run; its task becomes pending (unless running or paused) and counts the run in
--- its next_run_at.
+-- Insert a run; its task's status follows (tasks_app_status_on_create) and its
+-- next_run_at counts the run.
 WITH created AS (
     INSERT INTO tasks_app_run ({run_columns}) VALUES ({run_values})
     RETURNING task_id, due_at
 )
 UPDATE tasks_app_taskstate AS s
-   SET status = CASE WHEN NOT t.paused AND s.status NOT IN ('running', 'paused') THEN 'pending'
-                     ELSE s.status END,
+   SET status = tasks_app_status_on_create(t, s),
        next_run_at = tasks_app_next_run_at(
            t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at)
   FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id
@@ -79,18 +77,18 @@ SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0))
 
 -- name: complete_run
 -- running -> completed with the run's output; the task follows (its failure streak reset,
--- a paused task keeps its status and next_run_at). Only the executor completes a run: its
--- executor lock is released (whether the run was still running or not). Returns 1 if the
--- run was running.
+-- a paused task keeps its status and next_run_at, a task with another run running stays
+-- running). Only the executor completes a run: its executor lock is released (whether the
+-- run was still running or not). Returns 1 if the run was running.
 WITH finished AS (
     UPDATE tasks_app_run
        SET status = 'completed', finished_at = %(now)s, output = %(output)s,
            truncated = %(truncated)s, result = %(result)s
      WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
- RETURNING task_id
+ RETURNING id, task_id
 ), task_done AS (
     UPDATE tasks_app_taskstate AS s
-       SET status = tasks_app_status_after(t, s, 'completed'),
+       SET status = tasks_app_status_after(t, s, 'completed', f.id),
            next_run_at = CASE WHEN t.paused OR s.status = 'paused' THEN s.next_run_at
                               ELSE tasks_app_next_run_at(t, s, (
                                   SELECT w.due_at
@@ -254,9 +252,10 @@ UPDATE tasks_app_taskstate AS s
 
 -- name: task_after_run
 -- Unpaused tasks once one of their runs ended with run_status (a run status: failed,
--- cancelled, expired): status and next_run_at by the shared rules.
+-- cancelled, expired), recorded by an earlier statement: status and next_run_at by the
+-- shared rules.
 UPDATE tasks_app_taskstate AS s
-   SET status = tasks_app_status_after(t, s, %(run_status)s),
+   SET status = tasks_app_status_after(t, s, %(run_status)s, NULL),
        next_run_at = tasks_app_next_run_at(
            t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), NULL)
   FROM tasks_app_task AS t

@@ -61,25 +61,53 @@ CREATE OR REPLACE FUNCTION tasks_app_task_status(
                 ELSE coalesce(outcome, 'created') END
 $$;
 
--- The task's status once one of its runs ended ``run_status``: a paused task keeps its
--- status; otherwise tasks_app_task_status. A statement updating the state row reads the
--- task row without locking it: a pause committed meanwhile shows in the state row
--- (task_pause writes ``paused`` there), not in ``t``.
+-- Whether one of the task's runs other than ``leaving`` is running, read afresh: VOLATILE
+-- (and PL/pgSQL, never inlined), so under READ COMMITTED its query takes a snapshot of its
+-- own. When two runs of a task end at once, the second statement waits for the first's lock
+-- on the task's state row and is evaluated again once the first commits: read with the
+-- statement's own snapshot, the first run would still look running and the task would stay
+-- running with nothing running. Through run_running_task_idx (a task's running runs).
+CREATE OR REPLACE FUNCTION tasks_app_other_running(task varchar, leaving uuid)
+RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM tasks_app_run AS r
+                    WHERE r.task_id = task AND r.status = 'running'
+                      AND r.id IS DISTINCT FROM leaving);
+END
+$$;
+
+-- The task's status once one of its runs, ``leaving`` (NULL: already recorded as ended),
+-- ended ``run_status``: a paused task keeps its status; a task with another run still
+-- running stays running; otherwise tasks_app_task_status. A statement updating the state
+-- row reads the task row without locking it: a pause committed meanwhile shows in the state
+-- row (task_pause writes ``paused`` there), not in ``t``.
+DROP FUNCTION IF EXISTS tasks_app_status_after(tasks_app_task, tasks_app_taskstate, text);
 CREATE OR REPLACE FUNCTION tasks_app_status_after(
-    t tasks_app_task, s tasks_app_taskstate, run_status text
-) RETURNS varchar LANGUAGE sql IMMUTABLE AS $$
+    t tasks_app_task, s tasks_app_taskstate, run_status text, leaving uuid
+) RETURNS varchar LANGUAGE sql VOLATILE AS $$
     SELECT CASE WHEN t.paused OR s.status = 'paused' THEN s.status
+                WHEN tasks_app_other_running(t.id, leaving) THEN 'running'
                 ELSE tasks_app_task_status(t, s.next_run_at, run_status) END
+$$;
+
+-- The status of a task once a run of it is created: a paused task keeps its status, a
+-- running one stays running while one of its runs is (the run created may be the next
+-- attempt of the one that was), any other is pending.
+CREATE OR REPLACE FUNCTION tasks_app_status_on_create(
+    t tasks_app_task, s tasks_app_taskstate
+) RETURNS varchar LANGUAGE sql VOLATILE AS $$
+    SELECT CASE WHEN t.paused OR s.status = 'paused' THEN s.status
+                WHEN s.status = 'running' AND tasks_app_other_running(t.id, NULL) THEN 'running'
+                ELSE 'pending' END
 $$;
 
 -- The status of an unpaused task read from its runs (on resume): running while one of its
 -- runs is, pending while one waits, else tasks_app_task_status of its latest ended run.
 CREATE OR REPLACE FUNCTION tasks_app_idle_status(
     t tasks_app_task, s tasks_app_taskstate
-) RETURNS varchar LANGUAGE sql STABLE AS $$
+) RETURNS varchar LANGUAGE sql VOLATILE AS $$
     SELECT CASE
-        WHEN EXISTS (SELECT 1 FROM tasks_app_run AS r
-                      WHERE r.task_id = t.id AND r.status = 'running') THEN 'running'
+        WHEN tasks_app_other_running(t.id, NULL) THEN 'running'
         WHEN EXISTS (SELECT 1 FROM tasks_app_run AS r
                       WHERE r.task_id = t.id AND r.status IN ('pending', 'queued'))
             THEN 'pending'

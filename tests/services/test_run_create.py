@@ -3,6 +3,7 @@ both: ``create_run`` in tasks_app/store/queries.sql)."""
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
@@ -40,10 +41,22 @@ def test_delayed_runs_set_the_task_pending_with_its_earliest_run() -> None:
 
 def test_a_running_task_stays_running() -> None:
     task = services.task_create(id="report", action="noop")
-    state_set(task.pk, status=TaskStatus.RUNNING)
+    now = timezone.now()
+    running = services.run_create(task=task, trigger=Trigger.API, due_at=now, now=now)
+    run_set(running.pk, status=RunStatus.QUEUED)
+    assert services.run_claim(run_id=str(running.pk), worker="w") is not None
     run = schedule(task, 600)
     task.refresh_from_db()
     assert (task.state.status, task.state.next_run_at) == (TaskStatus.RUNNING, run.due_at)
+
+
+def test_a_task_marked_running_with_no_run_running_becomes_pending() -> None:
+    """The status follows the runs, not a stale ``running`` left in the state row."""
+    task = services.task_create(id="report", action="noop")
+    state_set(task.pk, status=TaskStatus.RUNNING)
+    run = schedule(task, 600)
+    task.refresh_from_db()
+    assert (task.state.status, task.state.next_run_at) == (TaskStatus.PENDING, run.due_at)
 
 
 def test_a_paused_task_stays_paused_and_shows_the_held_run() -> None:

@@ -152,3 +152,101 @@ def test_an_edit_saved_while_a_run_finishes_keeps_the_status_the_run_wrote() -> 
     state = task.load_state()
     assert state.status == TaskStatus.PENDING  # the run's end, not the running read before
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
+
+
+def queued_runs(task: Task, count: int) -> list[Run]:
+    now = timezone.now()
+    runs = [
+        services.run_create(task=task, trigger=Trigger.API, due_at=now, now=now)
+        for _ in range(count)
+    ]
+    for run in runs:
+        run_set(run.pk, status=RunStatus.QUEUED)
+    return runs
+
+
+@pytest.mark.django_db
+def test_a_task_stays_running_while_another_of_its_runs_runs() -> None:
+    task = services.task_create(id="both", action="noop")  # overlap: allow
+    first, second, waiting = queued_runs(task, 3)
+    first, second = (services.run_claim(run_id=str(r.pk), worker="w") for r in (first, second))
+    assert first is not None and second is not None
+    assert status(task) == TaskStatus.RUNNING
+
+    services.run_complete(run=first, output="done")
+    assert status(task) == TaskStatus.RUNNING  # the second one still runs
+    services.run_cancel(run=Run.objects.get(pk=waiting.pk))
+    assert status(task) == TaskStatus.RUNNING
+    services.run_fail(run=second, error="boom", retryable=False, executor=True)
+    assert status(task) == TaskStatus.FAILED  # the last one to end tells
+
+
+@pytest.mark.django_db
+def test_a_task_waiting_for_its_next_attempt_is_pending_not_running() -> None:
+    task = services.task_create(id="flaky", action="noop", max_retries=2, retry_backoff_seconds=60)
+    (run,) = queued_runs(task, 1)
+    claimed = services.run_claim(run_id=str(run.pk), worker="w")
+    assert claimed is not None
+    services.run_fail(run=claimed, error="boom", retryable=True, executor=True)
+    assert sorted(Run.objects.filter(task=task).values_list("status", flat=True)) == [
+        RunStatus.PENDING,
+        RunStatus.RETRYING,
+    ]
+    assert status(task) == TaskStatus.PENDING  # nothing runs; its next attempt waits
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_last_of_two_runs_to_end_at_once_leaves_its_task_with_its_outcome() -> None:
+    """Two runs of a task end at the same moment: the second completion waits for the
+    first's lock on the task's state row. Read with the second statement's own snapshot,
+    the first run would still look running, and the task would stay running for good."""
+    task = services.task_create(id="twice", action="noop")
+    first, second = (services.run_claim(run_id=str(r.pk), worker="w") for r in queued_runs(task, 2))
+    assert first is not None and second is not None
+    completed, commit, errors = threading.Event(), threading.Event(), []
+
+    def finish_first() -> None:
+        try:
+            with transaction.atomic():
+                services.run_complete(run=first)
+                completed.set()
+                assert commit.wait(20)
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+            completed.set()
+        finally:
+            connections.close_all()
+
+    def finish_second() -> None:
+        try:
+            services.run_fail(run=second, error="boom", retryable=False, executor=True)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=finish_first), threading.Thread(target=finish_second)]
+    threads[0].start()
+    assert completed.wait(20) and not errors
+    threads[1].start()
+
+    def second_waits_for_the_row() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND query ILIKE '%%tasks_app_taskstate%%'"
+            )
+            return cursor.fetchone()[0] > 0
+
+    try:
+        wait_until(second_waits_for_the_row, timeout=20, message="the second end to wait")
+    finally:
+        commit.set()
+        for thread in threads:
+            thread.join(20)
+    assert not errors, errors
+    assert sorted(Run.objects.filter(task=task).values_list("status", flat=True)) == [
+        RunStatus.COMPLETED,
+        RunStatus.FAILED,
+    ]
+    assert status(task) == TaskStatus.FAILED  # the second to end, with nothing running

@@ -138,3 +138,15 @@ def test_a_conditional_update_of_a_run_by_key_finds_it_by_key(status: str) -> No
         plan = json.dumps(cur.fetchone()[0])
     assert "tasks_app_run_pkey" in plan, plan
     assert "run_pending_due_idx" not in plan and "run_task_waiting_idx" not in plan, plan
+
+
+def test_whether_another_run_of_a_task_runs_is_read_from_its_running_runs_alone() -> None:
+    """At every run's end (tasks_app_other_running): not by walking the task's history."""
+    _statistics_say_rare("running")
+    with connection.cursor() as cur:
+        cur.execute("SELECT prosrc FROM pg_proc WHERE proname = 'tasks_app_other_running'")
+        body = re.search(r"RETURN (EXISTS .*);", cur.fetchone()[0], re.S)[1]
+        query = re.sub(r"\bleaving\b", "NULL::uuid", re.sub(r"\btask\b", "'plans'", body))
+        cur.execute(f"EXPLAIN (FORMAT JSON) SELECT {query}")
+        plan = json.dumps(cur.fetchone()[0])
+    assert "run_running_task_idx" in plan, plan
