@@ -43,6 +43,53 @@ def expire_at_the_claim(task: Task) -> None:
     assert services.run_claim(run_id=str(run.pk), worker="w") is None
 
 
+def while_a_completion_holds_the_state_row(run: Run, then: Callable[[], None]) -> None:
+    """Complete ``run`` in a transaction left open, call ``then`` in another thread until it
+    waits for the task's state row, then commit; both threads' errors are raised here."""
+    completed, commit, errors = threading.Event(), threading.Event(), []
+
+    def finish() -> None:
+        try:
+            with transaction.atomic():
+                services.run_complete(run=run)
+                completed.set()
+                assert commit.wait(20)
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+            completed.set()
+        finally:
+            connections.close_all()
+
+    def other() -> None:
+        try:
+            then()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=finish), threading.Thread(target=other)]
+    threads[0].start()
+    assert completed.wait(20) and not errors
+    threads[1].start()
+
+    def waits_for_the_row() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND query ILIKE '%%tasks_app_taskstate%%'"
+            )
+            return cursor.fetchone()[0] > 0
+
+    try:
+        wait_until(waits_for_the_row, timeout=20, message="the second write to wait for the row")
+    finally:
+        commit.set()
+        for thread in threads:
+            thread.join(20)
+    assert not errors, errors
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("expire", [expire_by_the_sweep, expire_at_the_claim])
 def test_an_expired_run_leaves_its_task_failed_by_every_path(
@@ -104,49 +151,10 @@ def test_an_edit_saved_while_a_run_finishes_keeps_the_status_the_run_wrote() -> 
     claimed = services.run_claim(run_id=str(run.pk), worker="w")
     assert claimed is not None and status(task) == TaskStatus.RUNNING
 
-    completed, commit, errors = threading.Event(), threading.Event(), []
-
-    def finish() -> None:
-        try:
-            with transaction.atomic():
-                services.run_complete(run=claimed)
-                completed.set()
-                assert commit.wait(20)
-        except BaseException as exc:  # reported by the test thread
-            errors.append(exc)
-            completed.set()
-        finally:
-            connections.close_all()
-
     def edit() -> None:
-        try:
-            services.task_update(task=Task.objects.get(pk=task.pk), data={"name": "renamed"})
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
+        services.task_update(task=Task.objects.get(pk=task.pk), data={"name": "renamed"})
 
-    finisher = threading.Thread(target=finish)
-    finisher.start()
-    assert completed.wait(20) and not errors
-    editor = threading.Thread(target=edit)
-    editor.start()
-
-    def edit_waits_for_the_row() -> bool:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock' AND query ILIKE '%%tasks_app_taskstate%%'"
-            )
-            return cursor.fetchone()[0] > 0
-
-    try:
-        wait_until(edit_waits_for_the_row, timeout=20, message="the edit to wait for the row")
-    finally:
-        commit.set()
-        finisher.join(20)
-        editor.join(20)
-    assert not errors, errors
+    while_a_completion_holds_the_state_row(claimed, edit)
     task.refresh_from_db()
     assert task.name == "renamed"
     state = task.load_state()
@@ -203,48 +211,9 @@ def test_the_last_of_two_runs_to_end_at_once_leaves_its_task_with_its_outcome() 
     task = services.task_create(id="twice", action="noop")
     first, second = (services.run_claim(run_id=str(r.pk), worker="w") for r in queued_runs(task, 2))
     assert first is not None and second is not None
-    completed, commit, errors = threading.Event(), threading.Event(), []
-
-    def finish_first() -> None:
-        try:
-            with transaction.atomic():
-                services.run_complete(run=first)
-                completed.set()
-                assert commit.wait(20)
-        except BaseException as exc:  # reported by the test thread
-            errors.append(exc)
-            completed.set()
-        finally:
-            connections.close_all()
-
-    def finish_second() -> None:
-        try:
-            services.run_fail(run=second, error="boom", retryable=False, executor=True)
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=finish_first), threading.Thread(target=finish_second)]
-    threads[0].start()
-    assert completed.wait(20) and not errors
-    threads[1].start()
-
-    def second_waits_for_the_row() -> bool:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock' AND query ILIKE '%%tasks_app_taskstate%%'"
-            )
-            return cursor.fetchone()[0] > 0
-
-    try:
-        wait_until(second_waits_for_the_row, timeout=20, message="the second end to wait")
-    finally:
-        commit.set()
-        for thread in threads:
-            thread.join(20)
-    assert not errors, errors
+    while_a_completion_holds_the_state_row(
+        first, lambda: services.run_fail(run=second, error="boom", retryable=False, executor=True)
+    )
     assert sorted(Run.objects.filter(task=task).values_list("status", flat=True)) == [
         RunStatus.COMPLETED,
         RunStatus.FAILED,
