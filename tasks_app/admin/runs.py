@@ -273,26 +273,42 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
             self.message_user(request, f"Run {str(run.pk)[:8]} refused: {exc}.", messages.ERROR)
         return HttpResponseRedirect(reverse("admin:tasks_app_run_change", args=[target.pk]))
 
-    def changeform_view(
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Run | None:
+        """The run as read with its attempts (``RunOutcome.current``), so that its status,
+        its buttons and its outcome on the page agree: read apart, a run that ended in
+        between showed ``running`` (and *Cancel*) beside its outcome."""
+        run = super().get_object(request, object_id, from_field)
+        if run is None:
+            return None
+        try:
+            outcome = selectors.run_outcome(run=run)
+        except Run.DoesNotExist:  # deleted with its task since
+            return None
+        current = outcome.current(run)
+        current._outcome = outcome  # type: ignore[attr-defined]
+        return current
+
+    def render_change_form(
         self,
         request: HttpRequest,
-        object_id: str | None = None,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
         form_url: str = "",
-        extra_context: dict[str, Any] | None = None,
+        obj: Run | None = None,
     ) -> Any:
-        extra = dict(extra_context or {})
-        if object_id:
-            found = Run.objects.filter(pk=object_id).values_list("status", "task_id").first()
-            status, task_id = found or ("", "")
+        if obj is not None:
             # Runs are read-only here: the page is the run, not a form to change it.
-            extra["title"] = f"Run {str(object_id)[:8]} of task {task_id}" if found else "Run"
-            extra["can_cancel"] = status in CANCELLABLE_RUN_STATUSES and (
+            context["title"] = f"Run {str(obj.pk)[:8]} of task {obj.task_id}"
+            context["can_cancel"] = obj.status in CANCELLABLE_RUN_STATUSES and (
                 self.has_cancel_permission(request)
             )
-            extra["can_retry"] = status in RETRYABLE_RUN_STATUSES and (
+            context["can_retry"] = obj.status in RETRYABLE_RUN_STATUSES and (
                 self.has_retry_permission(request)
             )
-        return super().changeform_view(request, object_id, form_url, extra)
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     @admin.action(description="Cancel (pending or queued runs)", permissions=["cancel"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:

@@ -185,3 +185,24 @@ def test_the_run_list_never_counts_the_whole_history(operator, monkeypatch) -> N
     assert "more than 4 runs" in failed
     one = operator.get(reverse(LIST), {"q": "counted-list", "status__exact": "completed"})
     assert "0 runs" in one.content.decode()
+
+
+def test_a_run_that_ends_while_its_page_is_read_shows_as_it_ended(operator, monkeypatch) -> None:
+    """The page reads the run once, with its attempts: read apart, a run that completed in
+    between showed ``pending`` and *Cancel* beside its outcome ``completed``."""
+    from tasks_app.admin import runs as run_pages
+    from tests.run_chains import complete
+
+    task = services.task_create(id="in-between", action="noop")
+    run = services.task_execute(task=task)
+    read_outcome = run_pages.selectors.run_outcome
+
+    def completed_in_between(*, run: Run):
+        complete(run)
+        return read_outcome(run=run)
+
+    monkeypatch.setattr(run_pages.selectors, "run_outcome", completed_in_between)
+    page = operator.get(reverse("admin:tasks_app_run_change", args=[run.pk])).content.decode()
+    status = page.split("field-status_badge", 1)[1].split("field-outcome", 1)[0]
+    assert "tasks-completed" in status and "tasks-pending" not in status
+    assert 'id="btn-cancel"' not in page and 'id="btn-retry"' not in page
