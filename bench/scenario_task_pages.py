@@ -413,6 +413,8 @@ def _pages(client: Any) -> dict[str, dict[str, Any]]:
         "admin_filter_schedule": f"{admin}?schedule_type__exact=cron",
         "admin_task_page": f"{admin}{task.pk}/change/",
         "admin_add_form": f"{admin}add/",
+        "admin_periodic_list": "/admin/django_celery_beat/periodictask/",
+        "admin_periodic_search": f"/admin/django_celery_beat/periodictask/?q={ID_FRAGMENT}",
         "admin_periodic_entry": (
             f"/admin/django_celery_beat/periodictask/{task.periodic_task_id}/change/"
         ),

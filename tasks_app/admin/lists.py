@@ -1,11 +1,12 @@
-"""What the admin's long lists (tasks, runs) share: filters on a task column (action,
-queue) and the rows' selection checkbox.
+"""What the admin's long lists (tasks, runs, django-celery-beat's entries) share: filters on
+the values in use of a column (a task's action and queue, an entry's Celery task) and the
+rows' selection checkbox.
 
 Django's ``AllValuesFieldListFilter`` finds its choices with ``SELECT DISTINCT`` over the
-whole task table on every page load; these read the values in use through the column's
-index (``selectors.task_values_in_use``), so the list costs the same with 1,000 tasks or
-1,000,000. The query parameter is the one Django's filter used (``?action=``,
-``?task__action=``, ``?queue=``), so links and bookmarks keep working.
+whole table on every page load; these read the values in use through the column's index
+(``selectors.values_in_use``), so the list costs the same with 1,000 rows or 1,000,000.
+The query parameter is the one Django's filter used (``?action=``, ``?task__action=``,
+``?queue=``, ``?task__exact=``), so links and bookmarks keep working.
 
 Django renders each row's selection checkbox through the form widget's template: a page of
 100 rows spent more time there than on any of its columns. :class:`SelectionCheckbox`
@@ -25,17 +26,19 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
 from .. import selectors
+from ..models import Task
 
 
-class TaskColumnFilter(admin.SimpleListFilter):
-    """Rows whose task has the chosen value of ``column``; ``lookup`` reaches that column
-    from the list's model (``action`` on tasks, ``task__action`` on runs)."""
+class ColumnValuesFilter(admin.SimpleListFilter):
+    """Rows with the chosen value of ``column`` of ``table``, offered from the values in
+    use; ``lookup`` reaches that column from the list's model."""
 
+    table = ""
     column = ""
     lookup = ""
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(value, value) for value in selectors.task_values_in_use(self.column)]
+        return [(value, value) for value in selectors.values_in_use(self.table, self.column)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Model]) -> QuerySet[Model]:
         value = self.value()
@@ -44,15 +47,17 @@ class TaskColumnFilter(admin.SimpleListFilter):
 
 def task_column_filter(
     column: str, *, lookup: str, parameter: str | None = None
-) -> type[TaskColumnFilter]:
-    """A :class:`TaskColumnFilter` on ``column``, its query parameter ``parameter``
-    (default: ``lookup``)."""
+) -> type[ColumnValuesFilter]:
+    """A :class:`ColumnValuesFilter` on the task column ``column`` (``lookup``: ``action``
+    on tasks, ``task__action`` on runs), its query parameter ``parameter`` (default:
+    ``lookup``)."""
     return type(
         f"Task{column.title()}Filter",
-        (TaskColumnFilter,),
+        (ColumnValuesFilter,),
         {
             "title": column,
             "parameter_name": parameter or lookup,
+            "table": Task._meta.db_table,
             "column": column,
             "lookup": lookup,
         },

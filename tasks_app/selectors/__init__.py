@@ -27,6 +27,7 @@ from .tasks import (
     task_preview,
     task_values_in_use,
     tasks_in_alarm,
+    values_in_use,
 )
 
 __all__ = [
@@ -53,4 +54,5 @@ __all__ = [
     "task_preview",
     "task_values_in_use",
     "tasks_in_alarm",
+    "values_in_use",
 ]

@@ -60,15 +60,22 @@ def task_list(
 
 
 # The task columns whose values in use a list filter offers, each read through its index.
-VALUES_IN_USE = {"action": "task_action_idx", "queue": "task_queue_idx"}
+# The columns whose values in use the admin's filters offer, each with the index that
+# serves them: {(table, column): index}.
+VALUES_IN_USE = {
+    ("tasks_app_task", "action"): "task_action_idx",
+    ("tasks_app_task", "queue"): "task_queue_idx",
+    # django-celery-beat's entries: the Celery task each calls (migration 0022)
+    ("django_celery_beat_periodictask", "task"): "tasks_app_entry_task_idx",
+}
 
 # A loose index scan: the smallest value, then repeatedly the next one above it, each one
-# probe of the column's index; ``SELECT DISTINCT`` would read every task.
+# probe of the column's index; ``SELECT DISTINCT`` would read every row.
 _VALUES_IN_USE_SQL = """
 WITH RECURSIVE v(value) AS (
-    (SELECT {column} FROM tasks_app_task ORDER BY {column} LIMIT 1)
+    (SELECT {column} FROM {table} ORDER BY {column} LIMIT 1)
     UNION ALL
-    SELECT (SELECT t.{column} FROM tasks_app_task t WHERE t.{column} > v.value
+    SELECT (SELECT t.{column} FROM {table} t WHERE t.{column} > v.value
              ORDER BY t.{column} LIMIT 1)
       FROM v WHERE v.value IS NOT NULL
 )
@@ -76,15 +83,21 @@ SELECT value FROM v WHERE value IS NOT NULL
 """
 
 
-def task_values_in_use(column: str) -> list[str]:
-    """The distinct values of a task column (one of :data:`VALUES_IN_USE`) over all tasks,
-    in order: what the admin's action and queue filters offer. One index probe per value,
-    so the cost follows the number of distinct values, not of tasks."""
-    if column not in VALUES_IN_USE:
-        raise ValueError(f"no index serves the values of {column!r}")
+def values_in_use(table: str, column: str) -> list[str]:
+    """The distinct values of ``column`` of ``table`` (one of :data:`VALUES_IN_USE`), in
+    order: what the admin's filters on such a column offer. One index probe per value, so
+    the cost follows the number of distinct values, not of rows."""
+    if (table, column) not in VALUES_IN_USE:
+        raise ValueError(f"no index serves the values of {column!r} in {table}")
+    quote = connection.ops.quote_name
     with connection.cursor() as cursor:
-        cursor.execute(_VALUES_IN_USE_SQL.format(column=connection.ops.quote_name(column)))
+        cursor.execute(_VALUES_IN_USE_SQL.format(table=quote(table), column=quote(column)))
         return [row[0] for row in cursor.fetchall()]
+
+
+def task_values_in_use(column: str) -> list[str]:
+    """:func:`values_in_use` of a task column: the admin's action and queue filters."""
+    return values_in_use(Task._meta.db_table, column)
 
 
 def in_ranges(qs: QuerySet[Any], columns: dict[str, str], ranges: dict[str, Any]) -> QuerySet[Any]:

@@ -64,3 +64,109 @@ def test_a_hand_made_entry_cannot_take_a_name_of_the_tasks_entries(operator) -> 
     accepted = operator.post(add, {**form, "name": "mine"})
     assert accepted.status_code == 302
     assert PeriodicTask.objects.filter(name="mine").exists()
+
+
+LIST = "admin:django_celery_beat_periodictask_changelist"
+
+
+def recurring(n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        services.task_create(
+            id=f"every-{i}", action="noop", schedule_type="interval", interval_seconds=60
+        )
+
+
+def test_the_list_costs_the_same_queries_however_many_entries_it_shows(operator) -> None:
+    """With a million recurring tasks the list shows as many entries: the task owning each
+    is read in the list's own query (it was one query per row), and the task filter offers
+    the Celery task names in use."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    every = IntervalSchedule.objects.create(every=5, period=IntervalSchedule.MINUTES)
+    PeriodicTask.objects.create(name="my-celery-job", task="myapp.cleanup", interval=every)
+
+    def page(**params: str) -> tuple[str, int]:
+        with CaptureQueriesContext(connection) as queries:
+            response = operator.get(reverse(LIST), params)
+        assert response.status_code == 200
+        return response.content.decode(), len(queries)
+
+    recurring(2)
+    _, few = page()
+    recurring(8, start=2)
+    text, many = page()
+    assert many == few
+    for i in range(10):
+        url = reverse("admin:tasks_app_task_change", args=[f"every-{i}"])
+        assert f'task <a href="{url}">every-{i}</a>' in text
+    assert "?task__exact=myapp.cleanup" in text and "?task__exact=tasks_app.execute_task" in text
+    mine, _ = page(task__exact="myapp.cleanup")
+    assert "my-celery-job" in mine and "every-0" not in mine
+
+
+def test_the_list_never_counts_every_entry(operator, monkeypatch) -> None:
+    """Large: the table's estimate ("about N"); searched: counted up to a cap."""
+    from django.db import connection
+
+    from tasks_app.admin import paging as admin_paging
+
+    recurring(6)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE django_celery_beat_periodictask")
+    monkeypatch.setattr(admin_paging, "EXACT_BELOW", 1)
+    monkeypatch.setattr(admin_paging, "COUNT_CAP", 4)
+    estimate = admin_paging.table_estimate("django_celery_beat_periodictask")
+    assert f"about {estimate} periodic tasks" in operator.get(reverse(LIST)).content.decode()
+    searched = operator.get(reverse(LIST), {"q": "every-"}).content.decode()
+    assert "more than 4 periodic tasks" in searched
+    one = operator.get(reverse(LIST), {"q": "task:every-3"}).content.decode()
+    assert "1 periodic task" in one
+
+
+def _plan(sql: str, priced_out: tuple[str, ...]) -> str:
+    from django.db import connection, transaction
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        for scan in priced_out:
+            cursor.execute(f"SET LOCAL enable_{scan} = off")
+        cursor.execute(f"EXPLAIN {sql}")
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.parametrize(
+    ("part", "index"),
+    [
+        ("search by name", "tasks_app_entry_name_trgm_idx"),
+        ("search by Celery task", "tasks_app_entry_task_trgm_idx"),
+        ("task filter's choices", "tasks_app_entry_task_idx"),
+        ("date drill-down", "tasks_app_entry_start_idx"),
+    ],
+)
+def test_each_part_of_the_list_that_read_every_entry_can_be_served_by_an_index(
+    operator, part, index
+) -> None:
+    """The SQL the list sends for its search, its task filter's choices and its date
+    drill-down on ``start_time``: with every way of reading all the entries priced out (for
+    the drill-down's earliest and latest, a table scan: they are read as index probes), the
+    plan reads the index, as Postgres does on its own once the table is large."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    recurring(3)
+    params = {"search by name": {"q": "ry-1"}, "search by Celery task": {"q": "cleanup"}}
+    with CaptureQueriesContext(connection) as queries:
+        assert operator.get(reverse(LIST), params.get(part, {})).status_code == 200
+    sent = [
+        q["sql"] for q in queries.captured_queries if "django_celery_beat_periodictask" in q["sql"]
+    ]
+    priced_out: tuple[str, ...] = ("seqscan", "indexscan", "indexonlyscan")
+    if part.startswith("search"):
+        sql = next(s for s in sent if "LIKE" in s and "LIMIT 100" in s)
+    elif part == "task filter's choices":
+        sql = next(s for s in sent if "WITH RECURSIVE" in s)
+    else:
+        sql = next(s for s in sent if 'MIN("django_celery_beat_periodictask"."start_time")' in s)
+        priced_out = ("seqscan",)
+    plan = _plan(sql, priced_out)
+    assert index in plan, plan
