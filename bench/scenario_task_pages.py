@@ -413,6 +413,7 @@ def _pages(client: Any) -> dict[str, dict[str, Any]]:
         "admin_filter_schedule": f"{admin}?schedule_type__exact=cron",
         "admin_task_page": f"{admin}{task.pk}/change/",
         "admin_add_form": f"{admin}add/",
+        "admin_overview": "/admin/overview/",
         "admin_periodic_list": "/admin/django_celery_beat/periodictask/",
         "admin_periodic_search": f"/admin/django_celery_beat/periodictask/?q={ID_FRAGMENT}",
         "admin_periodic_entry": (
@@ -425,6 +426,7 @@ def _pages(client: Any) -> dict[str, dict[str, Any]]:
         "api_search_id": f"/api/tasks?search={ID_FRAGMENT}",
         "api_search_name": f"/api/tasks?search={NAME_WORD}",
         "api_task": f"/api/tasks/{task.pk}",
+        "metrics": "/metrics",
     }
     commands = {
         "cli_list": ("list",),

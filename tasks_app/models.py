@@ -294,6 +294,13 @@ class Task(models.Model):
                 name="task_in_alarm_idx",
                 condition=models.Q(alarm_since__isnull=False),
             ),
+            # The paused tasks, latest pause first: the overview's list (a walk of the first
+            # rows, not a sort of every task), the count /metrics reports, the paused filters.
+            models.Index(
+                fields=["-paused_at", "id"],
+                name="task_paused_idx",
+                condition=models.Q(paused=True),
+            ),
             # the tasks with retention rules of their own (services.retention.prune_plan).
             models.Index(
                 fields=["id"],
@@ -367,6 +374,14 @@ class TaskState(StatusGuarded):
             models.Index(fields=["next_run_at"], name="task_state_next_run_idx"),
             # The lists' status filter in task id order.
             models.Index(fields=["status", "task"], name="task_state_status_idx"),
+            # The overview's failing tasks, longest failure streak first (admin.overview
+            # .failing_tasks): read in that order, only the tasks of the first streaks are
+            # sorted by their latest failure, not every failing task.
+            models.Index(
+                fields=["-consecutive_failures", "task"],
+                name="task_state_failing_idx",
+                condition=models.Q(status="failed") | models.Q(consecutive_failures__gt=0),
+            ),
         ]
 
     def __str__(self) -> str:

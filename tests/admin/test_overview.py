@@ -133,3 +133,30 @@ def test_lateness_legend_is_outside_the_dark_header(operator) -> None:
     page = operator.get(reverse(URL)).content.decode()
     header = page.split('id="chart-lateness"')[1].split("</h2>")[0]
     assert "p50" not in header and 'class="tasks-legend"' in page
+
+
+@pytest.mark.parametrize(
+    ("part", "fragments", "index"),
+    [
+        ("paused tasks", ('WHERE "tasks_app_task"."paused" ORDER BY',), "task_paused_idx"),
+        (
+            "failing tasks",
+            ('"consecutive_failures" > 0', '"consecutive_failures" DESC'),
+            "task_state_failing_idx",
+        ),
+    ],
+)
+def test_the_overview_lists_are_read_in_their_order_from_an_index(
+    operator, part, fragments, index
+) -> None:
+    """At 1,000,000 tasks each list was a sort of every paused or failing task (0.2 and
+    0.3 s): read from its index in the list's order, the paused list walks its first rows
+    and the failing list sorts only the tasks of the longest streaks by their last failure."""
+    from tests.plans import plan, sent
+
+    for i in range(3):
+        t = services.task_create(id=f"t{i}", action="noop")
+        state_set(t.pk, status=TaskStatus.FAILED, consecutive_failures=i + 1)
+        services.task_pause(task=t, note=f"note {i}")
+    sql = sent(lambda: operator.get(reverse(URL)), *fragments)
+    assert index in (found := plan(sql, priced_out=("seqscan",))), found

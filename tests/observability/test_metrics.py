@@ -93,3 +93,20 @@ def test_run_counters_do_not_go_back_when_retention_deletes_runs(client) -> None
     assert runs(after, "completed", "noop") == 2 and runs(after, "failed", "noop") == 1
     assert after["tasks_run_start_lateness_seconds_count"][()] == 3
     assert after["tasks_run_start_lateness_seconds_bucket"][(("le", "0.005"),)] == 3
+
+
+@pytest.mark.django_db
+def test_the_paused_and_alarm_counts_are_read_from_their_indexes(client) -> None:
+    """Each count through its partial index: one pass over every task for both took 0.2 s
+    a scrape at 1,000,000 tasks."""
+    from tests.plans import EVERY_SCAN, plan, sent
+
+    paused = services.task_create(id="held", action="noop")
+    services.task_pause(task=paused, note="")
+    for where, index in (
+        ('"tasks_app_task"."paused"', "task_paused_idx"),
+        ('"tasks_app_task"."alarm_since" IS NOT NULL', "task_in_alarm_idx"),
+    ):
+        sql = sent(lambda: scrape(client), "COUNT(", where)
+        assert index in (found := plan(sql, EVERY_SCAN[:1])), found
+    assert scrape(client)["tasks_paused"] == {(): 1.0}
