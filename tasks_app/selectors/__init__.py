@@ -25,7 +25,6 @@ from .tasks import (
     task_list,
     task_next_run_at,
     task_preview,
-    task_values_in_use,
     tasks_in_alarm,
     values_in_use,
 )
@@ -52,7 +51,6 @@ __all__ = [
     "task_list",
     "task_next_run_at",
     "task_preview",
-    "task_values_in_use",
     "tasks_in_alarm",
     "values_in_use",
 ]

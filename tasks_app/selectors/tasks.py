@@ -95,11 +95,6 @@ def values_in_use(table: str, column: str) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def task_values_in_use(column: str) -> list[str]:
-    """:func:`values_in_use` of a task column: the admin's action and queue filters."""
-    return values_in_use(Task._meta.db_table, column)
-
-
 def in_ranges(qs: QuerySet[Any], columns: dict[str, str], ranges: dict[str, Any]) -> QuerySet[Any]:
     """``qs`` limited by ``<name>_after`` / ``<name>_before`` bounds on ``columns[name]``."""
     unknown = set(ranges) - {f"{n}_{side}" for n in columns for side in ("after", "before")}

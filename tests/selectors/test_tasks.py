@@ -37,10 +37,10 @@ def test_values_in_use_are_the_distinct_actions_and_queues_in_order(settings) ->
     services.task_create(id="a", action="noop", queue="slow")
     services.task_create(id="b", action="echo", payload={"message": "x"}, queue="slow")
     services.task_create(id="c", action="noop", queue=default)
-    assert selectors.task_values_in_use("action") == ["echo", "noop"]
-    assert selectors.task_values_in_use("queue") == sorted([default, "slow"])
+    assert selectors.values_in_use("tasks_app_task", "action") == ["echo", "noop"]
+    assert selectors.values_in_use("tasks_app_task", "queue") == sorted([default, "slow"])
     with pytest.raises(ValueError, match="payload"):
-        selectors.task_values_in_use("payload")
+        selectors.values_in_use("tasks_app_task", "payload")
 
 
 @pytest.mark.parametrize(
