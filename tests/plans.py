@@ -5,7 +5,8 @@ in proportion to the rows."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
@@ -13,11 +14,19 @@ from django.test.utils import CaptureQueriesContext
 EVERY_SCAN = ("seqscan", "indexscan", "indexonlyscan")
 
 
+@contextmanager
+def scans_priced_out(scans: Iterable[str] = EVERY_SCAN) -> Iterator[None]:
+    """Inside: a transaction in which the planner treats ``scans`` as prohibitively dear
+    (``queryset.explain()`` here shows the plan it would pick at scale)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for scan in scans:
+            cursor.execute(f"SET LOCAL enable_{scan} = off")
+        yield
+
+
 def plan(sql: str, priced_out: Iterable[str] = EVERY_SCAN) -> str:
     """``EXPLAIN`` of ``sql`` (a statement as Django sent it) with ``priced_out`` off."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        for scan in priced_out:
-            cursor.execute(f"SET LOCAL enable_{scan} = off")
+    with scans_priced_out(priced_out), connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN {sql}")
         return "\n".join(row[0] for row in cursor.fetchall())
 

@@ -9,6 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tasks_app import selectors, services
 from tasks_app.models import Run
+from tests.plans import scans_priced_out
 from tests.run_chains import complete, flaky_task, interrupt
 
 pytestmark = pytest.mark.django_db
@@ -18,12 +19,8 @@ def test_the_attempts_of_a_run_are_found_through_indexes_not_a_scan() -> None:
     task = flaky_task("indexed", max_retries=0)
     run = services.task_execute(task=task)
     interrupt(interrupt(run))
-    query = selectors.run_attempts(run=run)
-    sql, params = query.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off")  # a tiny table: force the planner's hand
-        cursor.execute(f"EXPLAIN {sql}", params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+    with scans_priced_out(["seqscan"]):  # a tiny table: force the planner's hand
+        plan = selectors.run_attempts(run=run).explain()
     assert "Seq Scan" not in plan, plan
     assert "first_attempt_id" in plan, plan  # the foreign key's own index
     assert [r.attempt for r in selectors.run_outcome(run=run).attempts] == [1, 2, 3]

@@ -59,10 +59,8 @@ def test_each_list_filter_and_the_search_can_be_served_by_an_index(filters, inde
     table scan, a walk of the primary key), the plan finds the matches through the index,
     as Postgres does on its own once the table is large. A list that only reading every
     task could answer costs time in proportion to the number of tasks."""
-    from django.db import connection, transaction
+    from tests.plans import scans_priced_out
 
-    with transaction.atomic(), connection.cursor() as cursor:
-        for scan in ("seqscan", "indexscan", "indexonlyscan"):
-            cursor.execute(f"SET LOCAL enable_{scan} = off")
+    with scans_priced_out():
         plan = selectors.task_list(**filters)[:50].explain()
     assert index in plan, plan
