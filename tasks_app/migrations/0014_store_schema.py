@@ -3,19 +3,22 @@ the task-status rule (``tasks_app_task_status``, which ``tasks_app_status_after`
 ``tasks_app_idle_status`` follow), the task-state trigger, and the trigger that refuses a run
 status change outside ``tasks_app.store.RUN_TRANSITIONS``.
 
-A later change to the schema file (or to the transition table) ships with a migration that
-applies it again, ``RunSQL(store.schema_sql())``, and records its ``SCHEMA_SHA256``:
-tests/store/test_schema.py fails until the newest such migration names the file as it is."""
+It applies the schema as it was when this migration was written, frozen in
+``sql/0014_store_schema.sql`` (``store.schema_sql()`` then: the file with the transition table
+written into it), never the schema file as it is now. A later change to the schema file (or to
+the transition table) ships as a new frozen copy of ``store.schema_sql()`` under ``sql/`` and a
+new migration that applies that copy and records its ``SCHEMA_SHA256``:
+tests/store/test_schema.py fails until the newest frozen copy is the schema as it is."""
 
 from importlib import import_module
+from pathlib import Path
 
 from django.db import migrations
 
-from tasks_app import store
-
 STATE_0012 = import_module("tasks_app.migrations.0012_task_state")
 
-# sha256 of store.schema_sql() as this migration applies it.
+# store.schema_sql() as this migration applied it (frozen), and its sha256.
+SCHEMA_FILE = Path(__file__).parent / "sql" / "0014_store_schema.sql"
 SCHEMA_SHA256 = "cc5527b501c5aef5ae602cbf478f7be5ccfb8271a97785593a986c48adbb7959"
 
 REVERSE = f"""
@@ -33,4 +36,4 @@ DROP FUNCTION IF EXISTS tasks_app_task_status(tasks_app_task, timestamptz, text)
 class Migration(migrations.Migration):
     dependencies = [("tasks_app", "0013_status_width")]
 
-    operations = [migrations.RunSQL(store.schema_sql(), REVERSE)]
+    operations = [migrations.RunSQL(SCHEMA_FILE.read_text(encoding="utf-8"), REVERSE)]

@@ -7,18 +7,20 @@ non-HOT change of a task's state row one in each of its indexes.
 - A task's next_run_at is computed inside the statement that writes it
   (``tasks_app_next_run_at`` and ``tasks_app_earliest_waiting`` are SQL functions the
   planner inlines), not by a PL/pgSQL function running a query of its own at every claim
-  and completion: store.schema_sql() applied again, its SCHEMA_SHA256 recorded.
+  and completion: store.schema_sql() as it then was applied again (frozen in
+  sql/0019_bookkeeping.sql), its SCHEMA_SHA256 recorded.
 - The task state row loses the ``varchar_pattern_ops`` index Django gives a character
   primary key for ``LIKE`` look-ups, which nothing makes on that table (its primary key
   serves every look-up by task).
 """
 
+from pathlib import Path
+
 import django.db.models.deletion
 from django.db import migrations, models
 
-from tasks_app import store
-
-# sha256 of store.schema_sql() as this migration applies it.
+# store.schema_sql() as this migration applied it (frozen), and its sha256.
+SCHEMA_FILE = Path(__file__).parent / "sql" / "0019_bookkeeping.sql"
 SCHEMA_SHA256 = "f4a7f5473eb6c6a060d20a066aa4ec1828213608ac3db973b9eab72b418738df"
 
 REVERSE = """
@@ -72,5 +74,5 @@ class Migration(migrations.Migration):
             reverse_sql="CREATE INDEX IF NOT EXISTS tasks_app_taskstate_task_id_14864559_like "
             "ON tasks_app_taskstate (task_id varchar_pattern_ops)",
         ),
-        migrations.RunSQL(store.schema_sql(), REVERSE),
+        migrations.RunSQL(SCHEMA_FILE.read_text(encoding="utf-8"), REVERSE),
     ]

@@ -7,14 +7,16 @@
 - ``tasks_app_earliest_waiting`` takes the first waiting run in index order instead of
   ``min()``, which the planner wraps in an init plan of its own.
 
-store.schema_sql() applied again, its SCHEMA_SHA256 recorded.
+store.schema_sql() as it then was applied again (frozen in
+sql/0020_run_trigger_earliest_waiting.sql), its SCHEMA_SHA256 recorded.
 """
+
+from pathlib import Path
 
 from django.db import migrations
 
-from tasks_app import store
-
-# sha256 of store.schema_sql() as this migration applies it.
+# store.schema_sql() as this migration applied it (frozen), and its sha256.
+SCHEMA_FILE = Path(__file__).parent / "sql" / "0020_run_trigger_earliest_waiting.sql"
 SCHEMA_SHA256 = "dcfc91e82686b8a6f52ee9b9a88ac8404c1adfd7f6d7f0383efeeb235a5718e6"
 
 # The trigger as migration 0019 left it (the earlier tasks_app_earliest_waiting is as good).
@@ -48,7 +50,8 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunSQL(
-            store.schema_sql() + "\nDROP FUNCTION IF EXISTS tasks_app_run_transition_refused();",
+            SCHEMA_FILE.read_text(encoding="utf-8")
+            + "\nDROP FUNCTION IF EXISTS tasks_app_run_transition_refused();",
             REVERSE,
         ),
     ]

@@ -5,15 +5,17 @@ run's outcome (or "running" with nothing running).
 - ``run_running_task_idx``: a task's running runs, the index ``tasks_app_other_running``
   reads (built with CREATE INDEX CONCURRENTLY: runs are written while it builds).
 - ``tasks_app_other_running`` and ``tasks_app_status_on_create``; ``tasks_app_status_after``
-  takes the run that ends. store.schema_sql() applied again, its SCHEMA_SHA256 recorded.
+  takes the run that ends. store.schema_sql() as it then was applied again (frozen in
+  sql/0021_run_running_task.sql), its SCHEMA_SHA256 recorded.
 """
+
+from pathlib import Path
 
 from django.contrib.postgres.operations import AddIndexConcurrently
 from django.db import migrations, models
 
-from tasks_app import store
-
-# sha256 of store.schema_sql() as this migration applies it.
+# store.schema_sql() as this migration applied it (frozen), and its sha256.
+SCHEMA_FILE = Path(__file__).parent / "sql" / "0021_run_running_task.sql"
 SCHEMA_SHA256 = "ba25e09510055797881b8b864c3abdee3d28527f289d7e7dc66f23a6ca37f485"
 
 # The functions as migration 0020 left them.
@@ -63,5 +65,5 @@ class Migration(migrations.Migration):
                 name="run_running_task_idx",
             ),
         ),
-        migrations.RunSQL(store.schema_sql(), REVERSE),
+        migrations.RunSQL(SCHEMA_FILE.read_text(encoding="utf-8"), REVERSE),
     ]

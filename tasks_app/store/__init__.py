@@ -5,6 +5,14 @@ Every status change of a run or of a task's state is one of these statements: th
 refuse an ORM write of a status at run time (``tasks_app.models.StatusWriteRefused``), and
 the database refuses a run status change that is not in :data:`RUN_TRANSITIONS`.
 
+``schema.sql`` is the editable source of the current schema; no migration reads it. Each
+migration that applies the schema applies a frozen copy of :func:`schema_sql` as it was when
+the migration was written (``tasks_app/migrations/sql/<migration>.sql``) and records its
+``SCHEMA_SHA256``. A change to ``schema.sql`` or to :data:`RUN_TRANSITIONS` therefore ships
+as a new numbered copy of :func:`schema_sql` in that folder (``manage.py shell -v 0 -c
+"from tasks_app import store; print(store.schema_sql(), end='')"`` writes it) and a new
+migration that applies it (as 0021 does); tests/store/test_schema.py fails until then.
+
 A statement is run server-side bound (psycopg 3) on Django's connection, inside whatever
 transaction is open there, and prepared once per connection when
 ``DATABASE_PREPARED_STATEMENTS`` is on (psycopg ignores ``prepare=True`` while the
@@ -105,7 +113,8 @@ def queries() -> dict[str, str]:
 
 
 def schema_sql() -> str:
-    """``schema.sql`` with :data:`RUN_TRANSITIONS` written into it, as migrations apply it."""
+    """``schema.sql`` with :data:`RUN_TRANSITIONS` written into it: the schema as it is now,
+    which the newest migration's frozen copy must equal (see the module docstring)."""
     arms = []
     for old, news in RUN_TRANSITIONS.items():
         if news:
