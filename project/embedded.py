@@ -5,7 +5,7 @@
     (data in ``var/postgres``, listening on a unix socket only, in that directory, which only
     its owner can enter), creates the ``tasks`` database, and hands every process
     ``DATABASE_URL`` (over the socket) and ``TASKS_EMBEDDED=1``. Run messages then travel
-    through the same Postgres (``project.broker``) and the cache is files under ``var/cache``,
+    through the same Postgres (``tasks_app.broker``) and the cache is files under ``var/cache``,
     unless ``CELERY_BROKER_URL`` / ``REDIS_URL`` say otherwise. With ``DATABASE_URL`` set it
     starts no server and uses the services the environment names.
 

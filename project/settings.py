@@ -281,13 +281,13 @@ AXES_VERBOSE = False
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DJANGO_MAX_BODY_BYTES", str(1024 * 1024)))
 
 # --- Celery -------------------------------------------------------------------------------
-# Unset: Postgres itself carries the run messages (project/broker.py, Kombu's SQLAlchemy
+# Unset: Postgres itself carries the run messages (tasks_app/broker.py, Kombu's SQLAlchemy
 # transport with a fixed polling interval): the embedded stack's broker, and a valid choice
 # for a small deployment. Production sets an AMQP URL (RabbitMQ).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or DATABASE_URL
 POSTGRES_BROKER = CELERY_BROKER_URL.split("://", 1)[0] in {"postgres", "postgresql", "pgsql"}
 if POSTGRES_BROKER:
-    CELERY_BROKER_TRANSPORT = "project.broker:Transport"
+    CELERY_BROKER_TRANSPORT = "tasks_app.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         # How often an idle worker asks Postgres for a message: the worst-case extra delay of
         # a "run now" (runs with an ETA are fetched ahead of time and start on the instant).
@@ -330,6 +330,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TASKS_DEFAULT_QUEUE", "celery")
+# The schedules this project declares in code (`manage.py tasks sync`).
+TASKS_SCHEDULES_MODULE = "project.schedules"
+# The admin is the product's: its name, "View site" opening the overview, its models first.
+TASKS_ADMIN_BRANDING = True
 # The app's own settings (TASKS_*: their types, defaults and meaning are in tasks_app/conf.py
 # and docs/operations.md), each from the environment variable of the same name when it is set.
 _app_env = environ_settings(os.environ)
@@ -382,30 +386,15 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "tasks@localhost")
 SERVER_EMAIL = os.environ.get("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
 
 # --- REST API (tasks_app.api) ---------------------------------------------------------------
-# Token (``Authorization: Token <token>``, minted with ``manage.py api_token create <user>``:
-# django-rest-knox, stored as digests, with an expiry, revoked by a password change) and
-# session auth; Django model permissions (view/add/change/delete) on every route but
-# /api/health; throttling counts live in the default cache (Redis in production).
+# The API's authentication (its tokens, `manage.py api_token create <user>`, and the session),
+# permissions, parsing, paging, schema and error shape are the app's own (tasks_app/api/
+# views.py). The project sets the throttle rates (scopes `user` and `anon`; counted in the
+# default cache, Redis in production) and how many proxies' X-Forwarded-For it believes.
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": [
-        "knox.auth.TokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
-    ],
-    "DEFAULT_PERMISSION_CLASSES": ["tasks_app.api.permissions.ModelPermissions"],
-    "DEFAULT_PARSER_CLASSES": ["tasks_app.api.parsers.LimitedJSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_THROTTLE_CLASSES": [
-        "tasks_app.api.throttling.UserThrottle",
-        "tasks_app.api.throttling.AnonThrottle",
-    ],
     "DEFAULT_THROTTLE_RATES": {
         "user": os.environ.get("TASKS_API_RATE_USER", "1200/minute"),
         "anon": os.environ.get("TASKS_API_RATE_ANON", "60/minute"),
     },
-    "DEFAULT_PAGINATION_CLASS": "tasks_app.api.pagination.Pagination",
-    "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "tasks_app.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # X-Forwarded-For is believed up to the trusted proxies only (see TASKS_TRUSTED_PROXIES).
     "NUM_PROXIES": TASKS_TRUSTED_PROXIES,
@@ -417,26 +406,6 @@ if not 0 < TASKS_API_TOKEN_DAYS <= 366:
 REST_KNOX = {
     "TOKEN_TTL": timedelta(days=TASKS_API_TOKEN_DAYS),
     "AUTH_HEADER_PREFIX": "Token",
-}
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Scheduled tasks API",
-    "DESCRIPTION": "Tasks, schedules and runs. Errors are "
-    '`{"error": "<one sentence>", "detail": {"<field>": ["<message>"]}}`.',
-    "VERSION": "1.0.0",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    # No badge fetched from the public validator (and no request leaving for it).
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
-    "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {
-        "TaskStatusEnum": "tasks_app.models.TaskStatus",
-        "RunStatusEnum": "tasks_app.models.RunStatus",
-        "ScheduleTypeEnum": "tasks_app.models.ScheduleType",
-        "RecurringScheduleTypeEnum": "tasks_app.api.serializers.RECURRING_SCHEDULE_CHOICES",
-    },
 }
 
 # --- Logging ------------------------------------------------------------------------------

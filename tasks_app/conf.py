@@ -240,8 +240,14 @@ class Networks(Texts):
         return items
 
 
+def default_queue() -> str:
+    """Where a task without a queue of its own runs: Celery's ``task_default_queue`` as the
+    project sets it (``CELERY_TASK_DEFAULT_QUEUE``), else Celery's own default, ``celery``."""
+    return str(getattr(django_settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery")
+
+
 def _default_queues() -> list[str]:
-    return [str(getattr(django_settings, "CELERY_TASK_DEFAULT_QUEUE", "celery"))]
+    return [default_queue()]
 
 
 DAY = 24 * 3600
@@ -421,9 +427,10 @@ class AppSettings:
     )
 
     SCHEDULES_MODULE = Text(
-        "project.schedules",
-        "the module whose `SCHEDULES` list declares tasks in code; `manage.py tasks sync` "
-        "applies it (the release step runs it after `migrate`)",
+        "",
+        "the module whose `SCHEDULES` list declares tasks in code (e.g. `shop.schedules`); "
+        "`manage.py tasks sync` applies it (the release step runs it after `migrate`). "
+        "Empty: no schedules are declared in code",
     )
 
     # --- Actions ------------------------------------------------------------------------
@@ -498,6 +505,14 @@ class AppSettings:
     METRICS_ALLOWED_NETWORKS = Networks(
         ["127.0.0.0/8", "::1/128"],
         "`/metrics` also answers callers from these networks",
+    )
+
+    # --- Admin ---------------------------------------------------------------------------
+    ADMIN_BRANDING = Flag(
+        False,
+        'the admin site takes the product\'s name as its header and title, its "View site" '
+        "opens the overview and the product's models come first on the index; off, the "
+        "project's admin keeps its own (the app's pages carry their styles and links either way)",
     )
 
     @classmethod

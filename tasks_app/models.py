@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
 from django.utils import timezone
@@ -35,6 +34,7 @@ from .choices import (
     TaskStatus,
     Trigger,
 )
+from .conf import default_queue  # the field's default (migration 0001 names it here)
 from .validation import NUMERIC_BOUNDS, check_storable
 from .validation import bounds_validators as bounded
 
@@ -140,10 +140,6 @@ class StatusGuarded(models.Model):
     def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
         super().refresh_from_db(*args, **kwargs)
         self._loaded_status = self.__dict__.get("status")
-
-
-def default_queue() -> str:
-    return str(settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
 def bounds_constraints(table: str) -> list[models.BaseConstraint]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import connection
 
@@ -66,13 +67,31 @@ def delete_queue(name: str) -> None:
         pass
 
 
-def test_database_url() -> str:
+def server_url(dbname: str) -> str:
+    """The URL of database ``dbname`` on the test database's server, as its user."""
     cfg = connection.settings_dict
     user = cfg.get("USER") or ""
     password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""
     auth = f"{user}{password}@" if user else ""
-    return (
-        f"postgres://{auth}{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{cfg['NAME']}"
+    return f"postgres://{auth}{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{dbname}"
+
+
+def test_database_url() -> str:
+    return server_url(connection.settings_dict["NAME"])
+
+
+def ensure_vhost(url: str) -> None:
+    """Make the RabbitMQ vhost of broker ``url`` (and its user's permissions) if missing."""
+    parts = urlsplit(url)
+    vhost, user = parts.path.lstrip("/") or "/", parts.username or "guest"
+    listed = subprocess.run(
+        ["rabbitmqctl", "-q", "list_vhosts"], capture_output=True, text=True, check=False
+    )
+    if vhost in listed.stdout.split():
+        return
+    subprocess.run(["rabbitmqctl", "-q", "add_vhost", vhost], check=True)
+    subprocess.run(
+        ["rabbitmqctl", "-q", "set_permissions", "-p", vhost, user, ".*", ".*", ".*"], check=True
     )
 
 

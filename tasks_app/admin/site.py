@@ -1,5 +1,6 @@
-"""The admin site: the product's header, "View site" opening the overview, and the
-product's section first on the index."""
+"""The project's admin site, left as the project made it unless ``TASKS_ADMIN_BRANDING`` is on:
+then the product's header and title, "View site" opening the overview, and the product's
+section first on the index (the demo project turns it on)."""
 
 from __future__ import annotations
 
@@ -7,28 +8,45 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
-from django.urls import reverse_lazy
+from django.urls import NoReverseMatch, reverse
+
+from ..conf import app_settings
 
 PRODUCT = "Scheduled tasks"
 # The product's own models first on the index and in the sidebar, in this order.
 MODEL_ORDER = {"Task": 0, "Run": 1, "TaskAuditEntry": 2}
 
-admin.site.site_header = PRODUCT
-admin.site.site_title = PRODUCT
-# "View site" opens the overview; lazy, as the URLconf is not loaded when admin.py is.
-admin.site.site_url = reverse_lazy("tasks-overview")  # type: ignore[assignment]
-_stock_app_list = admin.site.get_app_list
+
+class _OverviewUrl:
+    """The "View site" link: the overview, looked up when a page is drawn (the URLconf is not
+    loaded when admin modules are); the site's root when the project did not include the
+    app's URLs, so the admin keeps working without them."""
+
+    def __str__(self) -> str:
+        try:
+            return reverse("tasks-overview")
+        except NoReverseMatch:
+            return "/"
 
 
 def _app_list_product_first(request: HttpRequest, app_label: str | None = None) -> list[Any]:
     """Django sorts apps by name, which puts ours after tokens, results and beat."""
-    apps = _stock_app_list(request, app_label)
+    apps = type(admin.site).get_app_list(admin.site, request, app_label)
     for app in apps:
         if app["app_label"] == "tasks_app":
             app["models"].sort(key=lambda m: MODEL_ORDER.get(m["object_name"], 9))
     return sorted(apps, key=lambda app: app["app_label"] != "tasks_app")
 
 
-# The default site is built by django.contrib.admin's AppConfig; replacing it would need
-# a settings change, so only this one method is overridden on the instance.
-admin.site.get_app_list = _app_list_product_first  # type: ignore[method-assign]
+def brand(site: admin.AdminSite) -> None:
+    """The product's name, "View site" and index order on ``site``. The default site is built
+    by django.contrib.admin's AppConfig; replacing it would need a settings change, so its
+    attributes are set on the instance."""
+    site.site_header = PRODUCT
+    site.site_title = PRODUCT
+    site.site_url = _OverviewUrl()  # type: ignore[assignment]
+    site.get_app_list = _app_list_product_first  # type: ignore[method-assign]
+
+
+if app_settings.ADMIN_BRANDING:
+    brand(admin.site)

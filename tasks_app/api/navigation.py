@@ -15,11 +15,22 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.urls import Resolver404, resolve, reverse
-from drf_spectacular.views import SpectacularSwaggerSplitView
+from drf_spectacular.settings import patched_settings
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from .errors import error_body
+from .errors import error_body, exception_handler
+from .schema import SPECTACULAR_SETTINGS
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI document, with the app's drf-spectacular settings and error shape."""
+
+    custom_settings = SPECTACULAR_SETTINGS
+
+    def get_exception_handler(self) -> Any:
+        return exception_handler
 
 
 class DocsView(SpectacularSwaggerSplitView):
@@ -28,6 +39,13 @@ class DocsView(SpectacularSwaggerSplitView):
     The split view: its start-up script is a second request to this URL (``?script=``)
     rather than an inline ``<script>``, so the Content-Security-Policy can allow scripts from
     this origin only (every Swagger UI file comes from drf-spectacular-sidecar)."""
+
+    title = SPECTACULAR_SETTINGS["TITLE"]
+
+    def get(self, request: Any, *args: Any, **kwargs: Any) -> Response:
+        with patched_settings(SPECTACULAR_SETTINGS):  # Swagger UI from the sidecar, any project
+            response: Response = super().get(request, *args, **kwargs)
+            return response
 
     def options(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
         # DRF's OPTIONS answer is metadata for an API; this page renders HTML only (its

@@ -90,6 +90,7 @@ class BoundedPaginator(Paginator):  # type: ignore[type-arg]
 
 
 class Pagination(PageNumberPagination):
+    page_size = 50  # the app's own, whatever the project's REST_FRAMEWORK["PAGE_SIZE"]
     page_size_query_param = "page_size"
     max_page_size = 500
     django_paginator_class = BoundedPaginator

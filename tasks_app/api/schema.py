@@ -13,6 +13,31 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.generators import SchemaGenerator
 
+from .. import __version__
+
+# The schema's and the docs page's drf-spectacular settings, the app's own in any project
+# (applied to its schema and docs views, whatever the project's SPECTACULAR_SETTINGS say).
+SPECTACULAR_SETTINGS: dict[str, Any] = {
+    "TITLE": "Scheduled tasks API",
+    "DESCRIPTION": "Tasks, schedules and runs. Errors are "
+    '`{"error": "<one sentence>", "detail": {"<field>": ["<message>"]}}`.',
+    "VERSION": __version__,
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI's files from drf-spectacular-sidecar, served as static files (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # No badge fetched from the public validator (and no request leaving for it).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "TaskStatusEnum": "tasks_app.models.TaskStatus",
+        "RunStatusEnum": "tasks_app.models.RunStatus",
+        "ScheduleTypeEnum": "tasks_app.models.ScheduleType",
+        "RecurringScheduleTypeEnum": "tasks_app.api.serializers.RECURRING_SCHEDULE_CHOICES",
+    },
+}
+
 
 class StrictSerializerExtension(OpenApiSerializerExtension):
     target_class = "tasks_app.api.serializers.StrictSerializerMixin"

@@ -4,16 +4,18 @@ to ``/api/tasks``, and an unknown path answers a JSON 404 (``navigation.unmatche
 from __future__ import annotations
 
 from django.urls import URLPattern, path, re_path
-from drf_spectacular.views import SpectacularAPIView
 from rest_framework.permissions import IsAuthenticated
 
 from . import views
-from .navigation import DocsView, unmatched
+from .navigation import DocsView, SchemaView, unmatched
 from .schema import LinkedSchemaGenerator
 
 # The schema and its docs page need a signed-in user in any project (drf-spectacular serves
-# them to anyone unless SPECTACULAR_SETTINGS says otherwise).
-SIGNED_IN = [IsAuthenticated]
+# them to anyone unless SPECTACULAR_SETTINGS says otherwise), signed in as for the API.
+SIGNED_IN = {
+    "permission_classes": [IsAuthenticated],
+    "authentication_classes": views.AUTHENTICATION,
+}
 
 urlpatterns: list[URLPattern] = [
     path("health", views.HealthView.as_view(), name="api-health"),
@@ -38,14 +40,12 @@ urlpatterns: list[URLPattern] = [
     path("runs/<str:run_id>/retry", views.RunRetryView.as_view(), name="api-run-retry"),
     path(
         "schema",
-        SpectacularAPIView.as_view(
-            generator_class=LinkedSchemaGenerator, permission_classes=SIGNED_IN
-        ),
+        SchemaView.as_view(generator_class=LinkedSchemaGenerator, **SIGNED_IN),
         name="api-schema",
     ),
     path(
         "docs",
-        DocsView.as_view(url_name="api-schema", permission_classes=SIGNED_IN),
+        DocsView.as_view(url_name="api-schema", **SIGNED_IN),
         name="api-docs",
     ),
     # Last: trailing-slash variants redirect, anything else is a JSON 404.

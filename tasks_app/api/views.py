@@ -13,6 +13,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.db.models import Field
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -21,7 +22,9 @@ from drf_spectacular.utils import (
     PolymorphicProxySerializer,
     extend_schema,
 )
+from knox.auth import TokenAuthentication
 from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny
@@ -102,12 +105,21 @@ RUN_ID = OpenApiParameter(
 )
 
 
-class ApiView(ThrottledFirst, APIView):
-    """Base of the API's views. Permissions, parsing, rendering and the error shape are the
-    app's own, not left to the project's ``REST_FRAMEWORK`` defaults (whose permission is
-    ``AllowAny``): installed in any project, the API refuses a user without the model
-    permission. Authentication (session, token) and the throttle rates stay the project's."""
+# How an API caller signs in, in any project: the app's tokens (``manage.py api_token``;
+# first, so an anonymous call is a 401 with ``WWW-Authenticate: Token``), or the admin's
+# session. Not the project's ``REST_FRAMEWORK`` defaults, which may not know the tokens.
+AUTHENTICATION = [TokenAuthentication, SessionAuthentication]
 
+
+class ApiView(ThrottledFirst, APIView):
+    """Base of the API's views. Authentication, permissions, parsing, rendering, paging, the
+    schema and the error shape are the app's own, not left to the project's
+    ``REST_FRAMEWORK`` defaults (a project made by ``startproject`` has none, and DRF's
+    permission default is ``AllowAny``): installed in any project, the API takes its own
+    tokens and refuses a user without the model permission. The throttle rates stay the
+    project's."""
+
+    authentication_classes = AUTHENTICATION
     permission_classes = [ModelPermissions]
     parser_classes = [LimitedJSONParser]
     renderer_classes = [JSONRenderer]
@@ -116,6 +128,7 @@ class ApiView(ThrottledFirst, APIView):
     pagination_class: type[BasePagination] = Pagination
     # The operation of each method (``tasks_app.permissions.OPERATION_PERMISSIONS``).
     operations: dict[str, str] = {}
+    schema = AutoSchema()
 
     def get_exception_handler(self) -> Any:
         return exception_handler
@@ -165,8 +178,11 @@ class HealthView(APIView):
     internal host, port or database role. Authenticated staff also get each check's error.
     Bad credentials here are not a 401: the caller is answered as anonymous."""
 
+    authentication_classes = AUTHENTICATION
     permission_classes = [AllowAny]
     throttle_classes = [AnonThrottle]
+    renderer_classes = [JSONRenderer]
+    schema = AutoSchema()
 
     def perform_authentication(self, request: Request) -> None:
         try:

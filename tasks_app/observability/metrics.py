@@ -31,7 +31,6 @@ import ipaddress
 import logging
 from collections.abc import Iterable, Iterator
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
@@ -48,7 +47,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .. import selectors, services
 from ..client_address import client_ip
-from ..conf import app_settings
+from ..conf import app_settings, default_queue
 from ..models import Run, RunStatus, Task, TaskState
 from . import health
 
@@ -155,7 +154,7 @@ class TasksCollector:
         yield depth
         if not self.broker:
             return
-        queues.add(settings.CELERY_TASK_DEFAULT_QUEUE)
+        queues.add(default_queue())
         broker = GaugeMetricFamily(
             "tasks_broker_queue_messages",
             "Messages the broker holds per queue (-1: the broker could not be asked).",

@@ -48,7 +48,7 @@ def test_the_embedded_flag_not_a_missing_url_selects_developer_defaults(tmp_path
     embedded = settings_of(tmp_path, names, TASKS_EMBEDDED="1", DATABASE_URL=url)
     assert embedded.returncode == 0, embedded.stderr
     assert '"SECURE_SSL": "False"' in embedded.stdout
-    assert '"CELERY_BROKER_TRANSPORT": "project.broker:Transport"' in embedded.stdout
+    assert '"CELERY_BROKER_TRANSPORT": "tasks_app.broker:Transport"' in embedded.stdout
     assert "console" in embedded.stdout
     key = (tmp_path / "secret_key").read_text().strip()
     assert len(key) >= 50 and (tmp_path / "secret_key").stat().st_mode & 0o077 == 0
@@ -77,7 +77,7 @@ def test_postgres_broker_delivers_each_message_once_and_keeps_no_row() -> None:
 def _round_trip(queue: Queue, options: dict[str, float]) -> None:
     with Connection(
         processes.test_database_url(),
-        transport="project.broker:Transport",
+        transport="tasks_app.broker:Transport",
         transport_options=options,
     ) as conn:
         assert conn.transport.polling_interval == 0.01  # the option reaches the transport

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from tests.processes import ensure_vhost
 from tests.soak.harness import PROCESS_FAULTS, ROOT, SERVICE_FAULTS, SOAK_ENV, Soak, summary
 
 
@@ -38,20 +39,6 @@ def _ensure_database(url: str) -> None:
     with psycopg.connect(_with_path(url, "postgres"), autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def _ensure_vhost(url: str) -> None:
-    vhost = urlsplit(url).path.lstrip("/") or "/"
-    user = urlsplit(url).username or "guest"
-    listed = subprocess.run(
-        ["rabbitmqctl", "-q", "list_vhosts"], capture_output=True, text=True, check=False
-    )
-    if vhost in listed.stdout.split():
-        return
-    subprocess.run(["rabbitmqctl", "-q", "add_vhost", vhost], check=True)
-    subprocess.run(
-        ["rabbitmqctl", "-q", "set_permissions", "-p", vhost, user, ".*", ".*", ".*"], check=True
-    )
 
 
 def main() -> int:
@@ -93,7 +80,7 @@ def _soak(seed: int, minutes: float, faults: tuple[str, ...], services: Any) -> 
     )
     _ensure_database(db)
     if services is None:
-        _ensure_vhost(broker)
+        ensure_vhost(broker)
     queue = f"soak-{seed}"
     env = {
         **os.environ,

@@ -33,6 +33,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from tasks_app import permissions, secret_fields, selectors, services, validation
+from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 from tasks_app.observability.logs import quiet_console
 from tasks_app.representations import (
@@ -725,6 +726,12 @@ class Command(BaseCommand):
         """Plan, then apply unless ``--plan``/``--check``. A refused set prints one line per
         problem on stderr, each naming the definition and its field, and changes nothing."""
         dry = o["plan"] or o["check"]
+        if not app_settings.SCHEDULES_MODULE:
+            self.out(
+                {"module": None, "declared": 0, "changes": [], "applied": False},
+                "TASKS_SCHEDULES_MODULE is not set: no schedules are declared in code",
+            )
+            return
         try:
             plan = services.schedules_plan() if dry else services.schedules_sync()
         except services.SchedulesError as exc:
