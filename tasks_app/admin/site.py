@@ -29,23 +29,24 @@ class _OverviewUrl:
             return "/"
 
 
-def _app_list_product_first(request: HttpRequest, app_label: str | None = None) -> list[Any]:
-    """Django sorts apps by name, which puts ours after tokens, results and beat."""
-    apps = type(admin.site).get_app_list(admin.site, request, app_label)
-    for app in apps:
-        if app["app_label"] == "tasks_app":
-            app["models"].sort(key=lambda m: MODEL_ORDER.get(m["object_name"], 9))
-    return sorted(apps, key=lambda app: app["app_label"] != "tasks_app")
-
-
 def brand(site: admin.AdminSite) -> None:
     """The product's name, "View site" and index order on ``site``. The default site is built
     by django.contrib.admin's AppConfig; replacing it would need a settings change, so its
     attributes are set on the instance."""
+    stock_app_list = site.get_app_list
+
+    def app_list_product_first(request: HttpRequest, app_label: str | None = None) -> list[Any]:
+        """Django sorts apps by name, which puts ours after tokens, results and beat."""
+        apps = stock_app_list(request, app_label)
+        for app in apps:
+            if app["app_label"] == "tasks_app":
+                app["models"].sort(key=lambda m: MODEL_ORDER.get(m["object_name"], 9))
+        return sorted(apps, key=lambda app: app["app_label"] != "tasks_app")
+
     site.site_header = PRODUCT
     site.site_title = PRODUCT
     site.site_url = _OverviewUrl()  # type: ignore[assignment]
-    site.get_app_list = _app_list_product_first  # type: ignore[method-assign]
+    site.get_app_list = app_list_product_first  # type: ignore[method-assign]
 
 
 if app_settings.ADMIN_BRANDING:
