@@ -1,4 +1,4 @@
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 
 
 class TasksAppConfig(AppConfig):
@@ -9,10 +9,13 @@ class TasksAppConfig(AppConfig):
     def ready(self) -> None:
         from . import (
             actions,  # noqa: F401  (registers the built-in actions)
-            tokens,  # noqa: F401  (a password change revokes the user's API tokens)
+            checks,  # noqa: F401  (registers the system checks: manage.py check)
         )
         from .conf import app_settings
         from .django_tasks import action  # noqa: F401  (registers django_task)
+
+        if apps.is_installed("knox"):  # else check tasks_app.E003 names it, not a traceback
+            from . import tokens  # noqa: F401  (a password change revokes the user's API tokens)
 
         # A bad TASKS_* value stops every process at start, naming the setting.
         app_settings.check()

@@ -32,9 +32,11 @@ class CeleryRunBackend(BaseTaskBackend):
 
     ``QUEUES``, if given, narrows the queue names further than ``TASKS_QUEUES`` does (unset:
     Django's ``"default"``, which is the workers' default queue, and every queue of
-    ``TASKS_QUEUES``). ``OPTIONS`` takes nothing.
+    ``TASKS_QUEUES``). ``OPTIONS`` takes the keys of :attr:`supported_options` (none yet):
+    check ``tasks_app.E005`` refuses any other, which would be ignored.
     """
 
+    supported_options: frozenset[str] = frozenset()
     supports_defer = True
     supports_async_task = True
     supports_get_result = True

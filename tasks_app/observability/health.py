@@ -7,7 +7,7 @@ message. Every check is bounded in time and never raises: a check that fails rep
 ``ok: false`` with the reason.
 
 Workers are counted by a broadcast ping where the broker can broadcast (RabbitMQ, Redis).
-Postgres as the broker (the embedded stack, ``project.broker``) cannot: there each worker's
+Postgres as the broker (the embedded stack, ``tasks_app.broker``) cannot: there each worker's
 main process writes its own heartbeat into the cache every ``WORKER_HEARTBEAT_SECONDS``
 (:func:`start_worker_heartbeat`) and removes it when it shuts down; a worker counts as alive
 while its heartbeat is younger than three periods.
@@ -32,6 +32,7 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ..checks import beat_scheduler_problem
 from ..conf import app_settings
 
 log = logging.getLogger(__name__)
@@ -187,13 +188,20 @@ def check_cache() -> Check:
     return _timed(probe)
 
 
+def _beat_down(error: str) -> str:
+    """The "beat down" message, with the likely cause when ``CELERY_BEAT_SCHEDULER`` is not
+    the app's scheduler (another scheduler records no heartbeat: check ``tasks_app.W001``)."""
+    problem = beat_scheduler_problem()
+    return f"{error}; likely cause: {problem}" if problem else error
+
+
 def check_beat(now: datetime | None = None) -> Check:
     def probe() -> dict[str, Any]:
         last = last_beat_tick()
         if last is None:
             return {
                 "ok": False,
-                "error": "no beat heartbeat recorded",
+                "error": _beat_down("no beat heartbeat recorded"),
                 "last_tick": None,
                 "age_seconds": None,
             }
@@ -201,7 +209,8 @@ def check_beat(now: datetime | None = None) -> Check:
         limit = app_settings.HEALTH_BEAT_MAX_AGE_SECONDS
         info: dict[str, Any] = {"last_tick": last.isoformat(), "age_seconds": age}
         if age > limit:
-            info.update(ok=False, error=f"last beat tick {age:.0f} s ago (limit {limit:g} s)")
+            error = _beat_down(f"last beat tick {age:.0f} s ago (limit {limit:g} s)")
+            info.update(ok=False, error=error)
         return info
 
     return _timed(probe)

@@ -148,6 +148,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.selectors",
             "tasks_app.permissions",
             "tasks_app.tokens",
+            "tasks_app.checks",
             "tasks_app.observability.health",
             "tasks_app.observability.logs",
             "tasks_app.django_tasks.results",
