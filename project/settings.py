@@ -22,6 +22,7 @@ import django
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from tasks_app.api.enum_names import ENUM_NAME_OVERRIDES
 from tasks_app.conf import environ_settings
 
 
@@ -240,10 +241,10 @@ SECURE_HSTS_PRELOAD = SECURE_SSL
 # address (API throttling, login lockout, /metrics networks: tasks_app.client_address) and
 # trusting X-Forwarded-Proto for HTTPS. 0: nothing from those headers is believed (a client
 # could forge them); 1 on a PaaS or behind one proxy you run.
-TASKS_TRUSTED_PROXIES = int(os.environ.get("TASKS_TRUSTED_PROXIES", "0"))
-if TASKS_TRUSTED_PROXIES < 0:
+TRUSTED_PROXIES = int(os.environ.get("TASKS_TRUSTED_PROXIES", "0"))
+if TRUSTED_PROXIES < 0:
     raise ImproperlyConfigured("TASKS_TRUSTED_PROXIES must be 0 or more (proxies in front of web)")
-if TASKS_TRUSTED_PROXIES:
+if TRUSTED_PROXIES:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_REDIRECT_EXEMPT = [r"^api/health$", r"^metrics$"]
 SESSION_COOKIE_HTTPONLY = True
@@ -397,16 +398,20 @@ REST_FRAMEWORK = {
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # X-Forwarded-For is believed up to the trusted proxies only (see TASKS_TRUSTED_PROXIES).
-    "NUM_PROXIES": TASKS_TRUSTED_PROXIES,
+    "NUM_PROXIES": TRUSTED_PROXIES,
 }
 # How long a new API token lives unless `api_token create --days` says otherwise.
-TASKS_API_TOKEN_DAYS = env_float("TASKS_API_TOKEN_DAYS", 30.0)
-if not 0 < TASKS_API_TOKEN_DAYS <= 366:
+API_TOKEN_DAYS = env_float("TASKS_API_TOKEN_DAYS", 30.0)
+if not 0 < API_TOKEN_DAYS <= 366:
     raise ImproperlyConfigured("TASKS_API_TOKEN_DAYS must be more than 0 and at most 366")
 REST_KNOX = {
-    "TOKEN_TTL": timedelta(days=TASKS_API_TOKEN_DAYS),
+    "TOKEN_TTL": timedelta(days=API_TOKEN_DAYS),
     "AUTH_HEADER_PREFIX": "Token",
 }
+
+# The API's schema and docs take their drf-spectacular settings from the app; its deploy check
+# (`check --deploy`) uses the project's: the app's enum names (tasks_app/api/enum_names.py).
+SPECTACULAR_SETTINGS = {"ENUM_NAME_OVERRIDES": ENUM_NAME_OVERRIDES}
 
 # --- Logging ------------------------------------------------------------------------------
 # LOG_FORMAT=json: one JSON object per line, with run_id/task_id/attempt/lateness_ms on every

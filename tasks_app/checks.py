@@ -64,12 +64,8 @@ REQUIRED_APPS = (
     "rest_framework",
     "knox",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # the API docs page's Swagger UI files
 )
-
-# TASKS_* names the app does not read but documents for the project's settings to turn into
-# other libraries' settings (tasks_app.client_address: DRF's NUM_PROXIES; the api_token
-# command: knox's TOKEN_TTL).
-PROJECT_SETTINGS = frozenset({"TASKS_TRUSTED_PROXIES", "TASKS_API_TOKEN_DAYS"})
 
 
 def _id(code: str) -> str:
@@ -302,7 +298,7 @@ def check_unknown_settings(
     suffixes = {name.removeprefix(PREFIX): name for name in known}
     errors: list[CheckMessage] = []
     for name in dir(settings):
-        if not name.startswith(PREFIX) or name in known or name in PROJECT_SETTINGS:
+        if not name.startswith(PREFIX) or name in known:
             continue
         close = difflib.get_close_matches(name.removeprefix(PREFIX), suffixes, n=1)
         guess = f"Did you mean {suffixes[close[0]]}? " if close else ""

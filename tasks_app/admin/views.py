@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import permissions, secret_fields, selectors, validation
+from .. import __version__, permissions, secret_fields, selectors, validation
 from ..conf import app_settings
 from ..models import RECURRING, RunStatus, ScheduleType, Task
 from ..services.task_rules import validate_task
@@ -418,6 +418,7 @@ def overview_view(request: HttpRequest) -> HttpResponse:
         "health_complete": cached is not None,
         "worker_timeout": app_settings.HEALTH_WORKER_TIMEOUT_SECONDS,
         "now": timezone.now(),
+        "version": __version__,
     }
     return TemplateResponse(request, "tasks_app/overview.html", context)
 

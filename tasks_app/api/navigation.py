@@ -21,13 +21,18 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from .errors import error_body, exception_handler
-from .schema import SPECTACULAR_SETTINGS
+from .schema import SPECTACULAR_SETTINGS, extend_schema
 
 
 class SchemaView(SpectacularAPIView):
     """The OpenAPI document, with the app's drf-spectacular settings and error shape."""
 
     custom_settings = SPECTACULAR_SETTINGS
+
+    @extend_schema(exclude=True)  # not an operation of the API it describes
+    def get(self, request: Any, *args: Any, **kwargs: Any) -> Response:
+        response: Response = super().get(request, *args, **kwargs)
+        return response
 
     def get_exception_handler(self) -> Any:
         return exception_handler
@@ -42,6 +47,7 @@ class DocsView(SpectacularSwaggerSplitView):
 
     title = SPECTACULAR_SETTINGS["TITLE"]
 
+    @extend_schema(exclude=True)
     def get(self, request: Any, *args: Any, **kwargs: Any) -> Response:
         with patched_settings(SPECTACULAR_SETTINGS):  # Swagger UI from the sidecar, any project
             response: Response = super().get(request, *args, **kwargs)

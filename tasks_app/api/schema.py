@@ -8,12 +8,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from drf_spectacular import utils
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.openapi import AutoSchema
 
 from .. import __version__
+from .enum_names import ENUM_NAME_OVERRIDES
 
 # The schema's and the docs page's drf-spectacular settings, the app's own in any project
 # (applied to its schema and docs views, whatever the project's SPECTACULAR_SETTINGS say).
@@ -22,7 +26,6 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     "DESCRIPTION": "Tasks, schedules and runs. Errors are "
     '`{"error": "<one sentence>", "detail": {"<field>": ["<message>"]}}`.',
     "VERSION": __version__,
-    "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI's files from drf-spectacular-sidecar, served as static files (no CDN).
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -30,13 +33,27 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
     # No badge fetched from the public validator (and no request leaving for it).
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {
-        "TaskStatusEnum": "tasks_app.models.TaskStatus",
-        "RunStatusEnum": "tasks_app.models.RunStatus",
-        "ScheduleTypeEnum": "tasks_app.models.ScheduleType",
-        "RecurringScheduleTypeEnum": "tasks_app.api.serializers.RECURRING_SCHEDULE_CHOICES",
-    },
+    "ENUM_NAME_OVERRIDES": ENUM_NAME_OVERRIDES,
 }
+
+
+def extend_schema(**kwargs: Any) -> Callable[[Any], Any]:
+    """drf-spectacular's ``extend_schema`` for a view method, on drf-spectacular's own
+    ``AutoSchema`` whatever the project's ``REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"]`` (which
+    a project made by ``startproject`` leaves at DRF's: the decorator would build the
+    method's schema on that class, and the document could not be generated)."""
+    decorate = utils.extend_schema(**kwargs)
+
+    def decorator(method: Any) -> Any:
+        if "schema" in getattr(method, "kwargs", {}):  # stacked: built on the first one
+            return decorate(method)
+        method.schema = AutoSchema  # the base the decorator takes first
+        try:
+            return decorate(method)
+        finally:
+            del method.schema
+
+    return decorator
 
 
 class StrictSerializerExtension(OpenApiSerializerExtension):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from django.apps import apps as django_apps
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Field
 from django.http import Http404
@@ -20,11 +21,9 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     PolymorphicProxySerializer,
-    extend_schema,
 )
-from knox.auth import TokenAuthentication
 from rest_framework import serializers, status
-from rest_framework.authentication import SessionAuthentication
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import BasePagination
 from rest_framework.permissions import AllowAny
@@ -47,6 +46,7 @@ from .errors import ErrorSerializer, exception_handler
 from .pagination import Pagination, RunCursorPagination
 from .parsers import LimitedJSONParser
 from .permissions import ModelPermissions
+from .schema import extend_schema
 from .serializers import (
     ActionSerializer,
     BackfillResultSerializer,
@@ -105,10 +105,20 @@ RUN_ID = OpenApiParameter(
 )
 
 
-# How an API caller signs in, in any project: the app's tokens (``manage.py api_token``;
-# first, so an anonymous call is a 401 with ``WWW-Authenticate: Token``), or the admin's
-# session. Not the project's ``REST_FRAMEWORK`` defaults, which may not know the tokens.
-AUTHENTICATION = [TokenAuthentication, SessionAuthentication]
+def _authentication() -> list[type[BaseAuthentication]]:
+    """How an API caller signs in, in any project: the app's tokens (``manage.py api_token``;
+    first, so an anonymous call is a 401 with ``WWW-Authenticate: Token``), or the admin's
+    session. Not the project's ``REST_FRAMEWORK`` defaults, which may not know the tokens.
+    Without knox installed (check ``tasks_app.E003`` says so) the session alone: importing
+    knox's model would stop every process before the check could speak."""
+    if not django_apps.is_installed("knox"):
+        return [SessionAuthentication]
+    from knox.auth import TokenAuthentication
+
+    return [TokenAuthentication, SessionAuthentication]
+
+
+AUTHENTICATION = _authentication()
 
 
 class ApiView(ThrottledFirst, APIView):

@@ -24,5 +24,5 @@ def test_every_missing_app_is_an_error_naming_it() -> None:
 
 def test_the_demo_projects_apps_pass_and_its_own_choices_are_not_required() -> None:
     assert check_installed_apps() == []
-    # Login lockout, the CSP header and the local Swagger UI files are the project's choice.
-    assert not {"axes", "csp", "drf_spectacular_sidecar"} & set(REQUIRED_APPS)
+    # Login lockout and the CSP header are the project's choice.
+    assert not {"axes", "csp"} & set(REQUIRED_APPS)

@@ -61,6 +61,7 @@ APPS = [
     "rest_framework",
     "knox",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "tasks_app",
 ]
 # Never connected to: plain `check` asks no database.

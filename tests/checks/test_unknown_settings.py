@@ -20,8 +20,7 @@ def test_an_undeclared_setting_is_an_error_naming_it_and_the_nearest_known_one()
 
 
 def test_the_demo_projects_settings_pass() -> None:
-    # It sets TASKS_* from the environment (every variable the tests set, too) and two names
-    # the app documents for the project's own settings (TASKS_TRUSTED_PROXIES, ...).
+    # It sets TASKS_* from the environment (every variable the tests set, too).
     assert check_unknown_settings() == []
 
 

@@ -42,6 +42,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from tasks_app import __version__
 from tests.processes import ROOT, Proc, ensure_vhost, server_url, spawn, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -349,6 +350,7 @@ def test_install_md_as_written_gives_a_working_project(
                 assert url, f"{path} does not load {asset}"
                 assert browser.get(url.group(1))[0] == 200, url.group(1)
             assert 'id="api-docs-link"' in body
+        assert f"django-scheduled-runs {__version__}" in browser.get("/admin/overview/")[1]
         # The project's admin stays the project's own.
         status, body = browser.get("/admin/")
         assert status == 200 and "Django administration" in body

@@ -137,6 +137,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.schedules",
             "tasks_app.secret_fields",
             "tasks_app.django_tasks.framework",
+            "tasks_app.broker",
         ),
     ),
     ("models", ("tasks_app.models",)),
