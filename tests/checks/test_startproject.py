@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # startproject's settings, trimmed to what the check reads, with the app's lines added.
@@ -110,9 +112,12 @@ def test_the_lines_the_hints_give_make_a_clean_check(tmp_path: Path) -> None:
     assert "System check identified no issues" in done.stdout
 
 
-def test_without_knox_check_names_it_instead_of_a_traceback(tmp_path: Path) -> None:
-    # startproject's urls.py (the admin only): the step before the app's URLs are added.
-    done = check(tmp_path, apps=[app for app in APPS if app != "knox"], app_urls=False)
+@pytest.mark.parametrize("app_urls", [False, True], ids=["admin-urls-only", "app-urls-included"])
+def test_without_knox_check_names_it_instead_of_a_traceback(
+    tmp_path: Path, app_urls: bool
+) -> None:
+    # startproject's urls.py (the admin only), and the same with the app's URLs added.
+    done = check(tmp_path, apps=[app for app in APPS if app != "knox"], app_urls=app_urls)
     output = done.stdout + done.stderr
 
     assert done.returncode == 1, output
