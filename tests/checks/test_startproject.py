@@ -113,9 +113,7 @@ def test_the_lines_the_hints_give_make_a_clean_check(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("app_urls", [False, True], ids=["admin-urls-only", "app-urls-included"])
-def test_without_knox_check_names_it_instead_of_a_traceback(
-    tmp_path: Path, app_urls: bool
-) -> None:
+def test_without_knox_check_names_it_instead_of_a_traceback(tmp_path: Path, app_urls: bool) -> None:
     # startproject's urls.py (the admin only), and the same with the app's URLs added.
     done = check(tmp_path, apps=[app for app in APPS if app != "knox"], app_urls=app_urls)
     output = done.stdout + done.stderr

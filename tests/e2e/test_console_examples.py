@@ -15,8 +15,9 @@ example writes stay out of the repository):
   ``set -euo pipefail``; it must exit 0. ``curl`` fails on an HTTP error status there
   (``--fail-with-body``), so an example that answers 400 fails the test.
 
-Each example starts from a stack without tasks (the ones the previous example made are
-deleted through the CLI). A block that cannot run here says so on the line above it, in an
+The examples run one after the other on one stack, in the order a reader meets them (README
+first, then each doc in the order the README links it): each starts from what the ones
+before it left, as in a reader's terminal. A block that cannot run here says so on the line above it, in an
 HTML comment the reader does not see: ``<!-- not run: REASON -->``. The test accepts three
 reasons, each checked against the block: ``needs PROGRAM`` (the block calls ``PROGRAM``, a
 program that is not part of the project), ``interactive`` (it asks for a password) and
@@ -26,7 +27,6 @@ or until stopped; ``make run`` has its own test).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -90,7 +90,15 @@ class Example:
 
 
 def markdown_files() -> list[Path]:
-    files = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README first, then the docs in the order the README first links them (the others
+    after, by name), then the changelog: the order a reader meets them."""
+    readme = ROOT / "README.md"
+    linked = dict.fromkeys(re.findall(r"\(docs/([\w-]+\.md)", readme.read_text()))
+    order = {name: index for index, name in enumerate(linked)}
+    docs = sorted(
+        (ROOT / "docs").glob("*.md"), key=lambda p: (order.get(p.name, len(order)), p.name)
+    )
+    files = [readme, *docs, ROOT / "CHANGELOG.md"]
     return [path for path in files if path.exists()]
 
 
@@ -265,14 +273,6 @@ class Stack:
             check=False,
         )
 
-    def delete_all_tasks(self) -> None:
-        listed = self.sh("python manage.py tasks list --json")
-        assert listed.returncode == 0, listed.stderr
-        ids = [row["id"] for row in json.loads(listed.stdout or "[]")]
-        for task_id in ids:
-            deleted = self.sh(f"python manage.py tasks delete {shlex.quote(task_id)}")
-            assert deleted.returncode == 0, deleted.stderr
-
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
@@ -330,7 +330,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 @pytest.mark.timeout(600)  # the first one waits for make run to start the stack
 @pytest.mark.parametrize("example", RUNNABLE, ids=[example.name for example in RUNNABLE])
 def test_example_runs_as_written(example: Example, stack: Stack) -> None:
-    stack.delete_all_tasks()
     if example.language != "console":
         done = stack.sh(PREAMBLE + example.text)
         assert done.returncode == 0, (

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from kombu import Connection, Exchange, Queue
 
-from project import broker
+from tasks_app import broker
 from tests import processes
 from tests.processes import ROOT
 
