@@ -53,6 +53,17 @@ class ActionError(Exception):
         self.retryable = retryable
 
 
+class Raised(Exception):
+    """A ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``)
+    raised by the code an action calls, carried out of the action as a failure of the run:
+    left to propagate it would end the worker's pool process, and the run would be taken for
+    one lost with its worker. The run's error names and traces ``exception``."""
+
+    def __init__(self, exception: BaseException):
+        super().__init__(str(exception))
+        self.exception = exception
+
+
 @dataclass(frozen=True)
 class Action:
     name: str

@@ -8,7 +8,9 @@ with it puts a ``@task`` function on an interval or a cron schedule (admin, API 
 
 When the task is saved the function must import and be a ``@task``, and the arguments must
 fit its signature. Its return value (JSON) is the run's ``result``; an exception fails the
-run, which names the exception's class path and keeps its traceback. ``task_started`` and
+run, which names the exception's class path and keeps its traceback; so does any other
+``BaseException`` it raises (``SystemExit``, ``KeyboardInterrupt``): one failed attempt, not a
+lost worker. ``task_started`` and
 ``task_finished`` are sent by the worker around the call (sender: the task's backend class).
 """
 
@@ -19,7 +21,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from ..actions import JSON, Outcome, PayloadError, RunContext, register
+from ..actions import JSON, Outcome, PayloadError, Raised, RunContext, register
 from ..models import Run
 from ..services.django_task import ACTION
 from .framework import (
@@ -47,6 +49,17 @@ SCHEMA = {
         },
         "args": {"type": "array"},
         "kwargs": {"type": "object"},
+        "using": {
+            "type": "object",
+            "description": "How the function was enqueued (Django's Task.using): written by "
+            "the backend, given back by get_result.",
+            "properties": {
+                "priority": {"type": "integer", "minimum": -100, "maximum": 100},
+                "queue_name": {"type": "string", "maxLength": 100},
+                "run_after": {"type": ["string", "null"], "format": "date-time"},
+            },
+            "additionalProperties": False,
+        },
     },
     "required": ["task"],
     "additionalProperties": False,
@@ -93,7 +106,9 @@ def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         )
         _finish(result, TaskResultStatus.FAILED, errors=[*result.errors, error])
         task_finished.send(sender, task_result=result)
-        raise
+        if isinstance(exc, Exception):
+            raise
+        raise Raised(exc) from None  # SystemExit and the like: a failed attempt, as Django has it
     value = to_json(value)
     _finish(result, TaskResultStatus.SUCCESSFUL, value=value)
     task_finished.send(sender, task_result=result)

@@ -77,6 +77,11 @@ class CeleryRunBackend(BaseTaskBackend):
                 queue=queue,
                 priority=run_priority(task.priority),
                 run_after=task.run_after,
+                using={
+                    "priority": task.priority,
+                    "queue_name": task.queue_name,
+                    "run_after": task.run_after and task.run_after.isoformat(),
+                },
             )
         except ValidationError as exc:
             raise InvalidTask(_one_line(exc)) from exc

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
+
 from ..models import Run, RunStatus, Trigger
 from ..selectors.runs import run_attempts
 from .framework import TaskError, TaskResult, TaskResultStatus, exception_class_path
@@ -35,7 +37,15 @@ def task_result(run: Run, *, task: Any, backend: str, result_id: str | None = No
     status = TaskResultStatus(RESULT_STATUS[RunStatus(latest.status)])
     finished = status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
     payload = run.task.payload
-    if run.trigger == Trigger.AT:
+    using = payload.get("using")
+    if using:  # the Task the run was enqueued for, as Django gives it back
+        run_after = using.get("run_after")
+        task = task.using(
+            priority=using["priority"],
+            queue_name=using["queue_name"],
+            run_after=run_after and parse_datetime(run_after),
+        )
+    elif run.trigger == Trigger.AT:
         task = task.using(run_after=run.due_at)
     result = TaskResult(
         task=task,

@@ -29,9 +29,11 @@ def django_task_enqueue(
     queue: str,
     priority: int,
     run_after: datetime | None,
+    using: dict[str, Any],
 ) -> Run:
     """A task of its own for one enqueue of the ``@task`` function at ``path`` (action
-    ``django_task``, its arguments the payload) and its one run, written together.
+    ``django_task``, its arguments and ``using``, how it was enqueued, the payload) and its
+    one run, written together.
 
     The run is due at ``run_after`` (a past instant: now), created by the same service as a
     delayed run, so it is published when the surrounding transaction commits and is as
@@ -52,7 +54,7 @@ def django_task_enqueue(
             name=path[:200],
             description="Enqueued with Django's task framework.",
             action=ACTION,
-            payload={"task": path, "args": args, "kwargs": kwargs},
+            payload={"task": path, "args": args, "kwargs": kwargs, "using": using},
             queue=queue,
             priority=priority,
         )

@@ -79,7 +79,8 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
         return _persist(lambda: run_fail(run=run, error=error, retryable=True, executor=True))
     except Exception as exc:  # the action's failure is the run's failure, never the worker's
         retryable = not isinstance(exc, actions.ActionError) or exc.retryable
-        error = f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc()}"
+        shown = exc.exception if isinstance(exc, actions.Raised) else exc
+        error = f"{type(shown).__name__}: {shown}\n\n{''.join(traceback.format_exception(shown))}"
         return _persist(lambda: run_fail(run=run, error=error, retryable=retryable, executor=True))
     if isinstance(outcome, actions.Outcome):
         output, result = outcome.output, outcome.result

@@ -31,6 +31,11 @@ def over_quota(user: str) -> None:
 
 
 @task
+def exits() -> None:
+    raise SystemExit(3)
+
+
+@task
 def returns_a_set() -> object:
     return {1, 2}
 

@@ -102,6 +102,16 @@ def test_a_raising_task_is_failed_with_its_exception_class(worker: object) -> No
     assert body["status"] == RunStatus.FAILED and "alice is over quota" in body["error"]
 
 
+def test_a_task_raising_system_exit_is_one_failed_attempt_naming_it(worker: object) -> None:
+    result = functions.exits.enqueue()
+    failed = wait_until(lambda: finished(functions.exits, result.id), timeout=20, message="exits")
+    assert failed.status == TaskResultStatus.FAILED
+    (error,) = failed.errors  # one attempt: the pool process lived, no run was lost with it
+    assert error.exception_class_path == "builtins.SystemExit"
+    assert "raise SystemExit(3)" in error.traceback
+    assert Run.objects.filter(task=Run.objects.get(pk=result.id).task).count() == 1
+
+
 def test_run_after_is_as_precise_as_a_delayed_run(worker: object) -> None:
     """20 of each, interleaved, due 2 s after their enqueue: the median lateness of
     ``run_after`` stays in line with the delayed runs' (the same path)."""

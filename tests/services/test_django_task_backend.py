@@ -75,6 +75,7 @@ def test_enqueue_with_run_after_stores_a_run_due_then_whose_id_is_the_result_id(
         "task": "tests.django_tasks.functions.greet",
         "args": ["ada"],
         "kwargs": {"punctuation": "?"},
+        "using": {"priority": 100, "queue_name": "default", "run_after": at.isoformat()},
     }
     assert run.task.priority == 9  # Django's 100 is our highest
     assert run.task.queue == Task._meta.get_field("queue").get_default()  # "default" queue
@@ -82,6 +83,18 @@ def test_enqueue_with_run_after_stores_a_run_due_then_whose_id_is_the_result_id(
     assert result.status == TaskResultStatus.READY and result.enqueued_at == run.created_at
     assert result.args == ["ada"] and result.kwargs == {"punctuation": "?"}
     assert signals == [("enqueued", TaskResultStatus.READY)]
+
+
+def test_get_result_gives_back_the_task_as_it_was_enqueued(settings: Any) -> None:
+    """Django: the result's ``task`` is "the Task the result was enqueued for": its
+    priority, queue and ``run_after`` (a past one included), not the module-level task's."""
+    queue = settings.TASKS_QUEUES[-1]
+    past = timezone.now() - timedelta(minutes=1)
+    enqueued = functions.greet.using(priority=50, queue_name=queue, run_after=past)
+    result = enqueued.enqueue("ada")
+    task = functions.greet.get_result(result.id).task
+    assert (task.priority, task.queue_name, task.run_after) == (50, queue, past)
+    assert functions.add.get_result(functions.add.enqueue(1, 2).id).task == functions.add
 
 
 def test_an_enqueue_in_a_transaction_rolled_back_leaves_no_run() -> None:
