@@ -70,7 +70,7 @@ class OwnedPeriodicTaskAdmin(PeriodicTaskAdmin):
         EntryTaskFilter if name == "task" else name for name in PeriodicTaskAdmin.list_filter
     ]
     show_full_result_count = False
-    paginator = BoundedPaginator  # no COUNT(*) over every entry (admin_paging)
+    paginator = BoundedPaginator  # no COUNT(*) over every entry (admin/paging.py)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[PeriodicTask]:
         owner = Task.objects.filter(periodic_task=OuterRef("pk")).values("pk")[:1]

@@ -63,7 +63,7 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
     search_help_text = "A task id, a run id, or the first characters of a run id."
     list_select_related = ("task",)
     show_full_result_count = False
-    paginator = BoundedPaginator  # no COUNT(*) over the whole history (admin_paging)
+    paginator = BoundedPaginator  # no COUNT(*) over the whole history (admin/paging.py)
     actions = ("cancel", "retry")
     fields = (
         "id",
