@@ -8,8 +8,9 @@ package that supports the Django and DRF versions this app runs on, so no hand-w
 hashing is needed.
 
 What this module adds: a password change (``set_password`` then ``save``, as the admin's
-password form, ``changepassword`` and ``set_password`` in code all do) deletes the user's
-tokens, and tokens are minted and revoked here only (``manage.py api_token``).
+password form, ``changepassword`` and ``set_password`` in code all do) and a deactivation
+(``is_active`` saved false) delete the user's tokens, so activating the user again brings
+none back; and tokens are minted and revoked here only (``manage.py api_token``).
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ def tokens_of(user: AbstractBaseUser) -> list[AuthToken]:
 
 
 @receiver(post_save, sender=settings.AUTH_USER_MODEL)
-def _revoke_tokens_on_password_change(sender: Any, instance: Any, **_: Any) -> None:
+def _revoke_tokens_on_password_change_or_deactivation(sender: Any, instance: Any, **_: Any) -> None:
     # ``set_password`` keeps the new raw password in ``_password`` until the save ends;
-    # a hash upgrade at login clears it first, so it does not count as a change.
-    if getattr(instance, "_password", None) is not None:
+    # a hash upgrade at login clears it first, so it does not count as a change. A user
+    # saved inactive loses its tokens for good (knox only refuses them while inactive).
+    changed_password = getattr(instance, "_password", None) is not None
+    if changed_password or not getattr(instance, "is_active", True):
         AuthToken.objects.filter(user=instance).delete()

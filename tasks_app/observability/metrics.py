@@ -15,7 +15,8 @@ each see a slice. Instead every figure is read at scrape time from the shared st
 - ``tasks_beat_last_heartbeat_timestamp_seconds``: beat's last tick, from
   ``tasks_app.observability.health.last_beat_tick`` (beat writes it every tick);
   ``tasks_beat_tick_duration_seconds``: how long that tick took, written by beat through
-  :func:`beat_tick_record` (cache key ``tasks:beat:tick``).
+  :func:`beat_tick_record` (cache key ``tasks:beat:tick``); ``tasks_cache_up``: 1, or 0
+  when the cache could not be reached (the scrape still answers 200, those two unknown).
 - ``tasks_tasks{status}``, ``tasks_paused``, ``tasks_alarms``.
 
 Access: a request carrying ``Authorization: Bearer <TASKS_METRICS_TOKEN>`` (when that setting
@@ -179,13 +180,26 @@ class TasksCollector:
         )
 
     def _beat(self) -> Iterator[Metric]:
-        last = health.last_beat_tick()
+        # Beat's figures live in the cache. A cache that cannot be reached is a figure of
+        # its own (tasks_cache_up 0), as an exporter reports a dependency that is down, not
+        # a failed scrape: the database's figures above still reach Prometheus.
+        try:
+            last = health.last_beat_tick()
+            duration = beat_tick_duration_get()
+            up = 1
+        except Exception:
+            log.warning("cache unreachable for /metrics", exc_info=True)
+            last, duration, up = None, None, 0
+        yield GaugeMetricFamily(
+            "tasks_cache_up",
+            "Whether the cache answered this scrape (0: unreachable; beat's figures unknown).",
+            value=up,
+        )
         yield GaugeMetricFamily(
             "tasks_beat_last_heartbeat_timestamp_seconds",
-            "Unix time of beat's last tick (0: never seen).",
+            "Unix time of beat's last tick (0: never seen, or the cache is unreachable).",
             value=last.timestamp() if last else 0,
         )
-        duration = beat_tick_duration_get()
         yield GaugeMetricFamily(
             "tasks_beat_tick_duration_seconds",
             "How long beat's last tick took (firing schedules and releasing runs; -1: unknown).",

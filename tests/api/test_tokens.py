@@ -106,6 +106,20 @@ def test_the_old_token_is_refused_after_a_password_change(root_token: str) -> No
     assert response.json()["error"]
 
 
+def test_a_deactivated_users_tokens_stay_refused_after_it_is_activated_again(
+    root_token: str,
+) -> None:
+    client = _with_token(root_token)
+    root = User.objects.get(username="root")
+    root.is_active = False
+    root.save()
+    assert client.get("/api/tasks").status_code == 401
+    root.is_active = True
+    root.save()
+    assert client.get("/api/tasks").status_code == 401  # revoked, not suspended
+    assert not AuthToken.objects.filter(user=root).exists()
+
+
 def test_a_login_that_only_upgrades_the_password_hash_keeps_the_tokens(root_token: str) -> None:
     root = User.objects.get(username="root")
     root.check_password("pw-Root-2026")  # same password; a hash upgrade would save it again

@@ -3,6 +3,8 @@ rule, whose counters move when a real worker completes runs."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from django.test import override_settings
 from prometheus_client.parser import text_string_to_metric_families
@@ -44,6 +46,26 @@ def test_token_or_network_is_required(client) -> None:
 @override_settings(TASKS_METRICS_TOKEN="", TASKS_METRICS_ALLOWED_NETWORKS=["10.9.0.0/16"])
 def test_outside_the_networks_without_a_token_is_forbidden(client) -> None:
     assert client.get("/metrics").status_code == 403
+
+
+@pytest.mark.django_db
+@override_settings(TASKS_METRICS_TOKEN=TOKEN)
+def test_an_unreachable_cache_is_a_zero_gauge_not_an_error(client) -> None:
+    assert scrape(client)["tasks_cache_up"] == {(): 1}
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    caches = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}/11",
+        }
+    }
+    with override_settings(CACHES=caches):
+        samples = scrape(client)
+    assert samples["tasks_cache_up"] == {(): 0}
+    assert samples["tasks_beat_tick_duration_seconds"] == {(): -1}  # unknown
+    assert "tasks_runs_running" in samples  # the database's figures are still there
 
 
 @pytest.mark.e2e
