@@ -335,6 +335,9 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TASKS_DEFAULT_QUEUE", "celery")
 TASKS_SCHEDULES_MODULE = "project.schedules"
 # The admin is the product's: its name, "View site" opening the overview, its models first.
 TASKS_ADMIN_BRANDING = True
+# The @task functions a person may put on a schedule with the django_task action (the docs'
+# example); enqueues from code need no pattern.
+TASKS_DJANGO_TASKS = ["project.example_tasks.*"]
 # The app's own settings (TASKS_*: their types, defaults and meaning are in tasks_app/conf.py
 # and docs/operations.md), each from the environment variable of the same name when it is set.
 _app_env = environ_settings(os.environ)

@@ -460,6 +460,14 @@ class AppSettings:
         "shell-style name patterns of your Celery tasks the `celery` action may call "
         "(`myapp.tasks.*,billing.tasks.send_invoice`); empty: none",
     )
+    DJANGO_TASKS = Texts(
+        [],
+        "shell-style patterns of the `@task` functions (dotted paths, `myapp.tasks.*`) the "
+        "`django_task` action may call in a task a person writes (admin, API, CLI, declared "
+        "schedules), checked before anything is imported: by the form's payload check, at save "
+        "and at run; empty: none. Enqueues from code (`.enqueue()` through `CeleryRunBackend`) "
+        "need no pattern",
+    )
     EXEC_PATH = Text(
         "/usr/local/bin:/usr/bin:/bin",
         "where `exec` looks programs up; the only environment variable they see",

@@ -20,7 +20,9 @@ superusers and granted to nobody else until an administrator does. ``noop``, ``e
 ``sleep`` and ``fail`` need none.
 
 Creating a run by any route needs ``add_run``: run now, a one-off schedule, a task created
-or changed with a delay or a ``once`` schedule, a duplicate that fires once, backfill, retry.
+or changed with a delay, a task saved with a schedule (``once``, ``interval`` or ``cron``) that
+is new or changed (``services.tasks.schedule_makes_runs``, whichever entry point saves it), a
+duplicate of a scheduled task, backfill, retry.
 """
 
 from __future__ import annotations
@@ -36,8 +38,7 @@ OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "create": ["add_task"],
     "list": ["view_task"],
     "get": ["view_task"],
-    "preview": ["view_task"],
-    "check": ["view_task"],  # the task form's payload check as you type
+    "preview": ["view_task"],  # a stored task's next fires (the form's helpers: as its save)
     "actions": ["view_task"],
     "update": ["view_task", "change_task"],
     "delete": ["view_task", "delete_task", "delete_run"],  # its runs go with it
@@ -56,7 +57,7 @@ OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "prune": ["view_run", "delete_run"],
     "overview": ["view_task", "view_run"],
 }
-# A write that also creates a run (a delay, a ``once`` schedule) needs this besides.
+# A write that also creates runs (a delay, a schedule set or changed) needs this besides.
 RUN_PERMISSION = "add_run"
 
 

@@ -11,23 +11,53 @@ the property out removes it, as for any payload property. Changing a task is alr
 reserved to users who may use its action (``tasks_app.permissions``), so changing a secret
 needs the action's permission too.
 
-Pure functions over the action's schema: no ORM, no request.
+A secret is bound to where it is sent. An action that names its destination
+(``register(secrets_bound_to="url")``: the ``http`` action) keeps its stored secrets only
+while that URL stays on the same origin (scheme, host and port). An edit that moves it to
+another origin and sends a secret back as ``"set"`` clears that secret; one the action's
+schema requires is refused instead (``ValidationError`` on ``payload``, naming it): a user
+who may change the URL, but was never told the credential, cannot send it somewhere new.
+
+Pure functions over the action's registration: no ORM, no request.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
 
 from . import actions
 
 SET = "set"
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _action(action: str) -> actions.Action | None:
+    try:
+        return actions.get(action)
+    except KeyError:
+        return None
 
 
 def _secret_schema(action: str) -> dict[str, Any] | None:
+    found = _action(action)
+    return None if found is None else found.schema
+
+
+def origin(url: Any) -> tuple[str, str, int | None] | None:
+    """``(scheme, host, port)`` of ``url``, the default port spelled out and the host in
+    lower case; ``None`` for what is not a URL with a host."""
     try:
-        return actions.get(action).schema
-    except KeyError:
+        parts = urlsplit(str(url))
+        port = parts.port
+    except ValueError:
         return None
+    if not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname.lower(), port or DEFAULT_PORTS.get(scheme)
 
 
 def _walk_mask(value: Any, schema: dict[str, Any]) -> Any:
@@ -64,10 +94,52 @@ def payload_masked(action: str, payload: Any) -> Any:
     return payload if schema is None else _walk_mask(payload, schema)
 
 
+def _walk_drop(value: Any, schema: dict[str, Any], path: str = "") -> tuple[Any, list[str]]:
+    """``value`` without the secrets sent as ``"set"``; the paths of the required ones."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(value, dict) or not isinstance(props, dict):
+        return value, []
+    out, required = dict(value), []
+    for key, sub in props.items():
+        if key not in out or not isinstance(sub, dict):
+            continue
+        where = f"{path}.{key}" if path else key
+        if sub.get("writeOnly"):
+            if out[key] == SET:
+                del out[key]
+                if key in schema.get("required", ()):
+                    required.append(where)
+        else:
+            out[key], more = _walk_drop(out[key], sub, where)
+            required += more
+    return out, required
+
+
 def payload_merged(action: str, payload: Any, *, stored_action: str, stored: Any) -> Any:
     """``payload`` as written, with each secret sent as ``"set"`` taken from the stored
-    payload (the same action's only: another action's secrets do not carry over)."""
-    schema = _secret_schema(action)
-    if schema is None or action != stored_action:
+    payload (the same action's only: another action's secrets do not carry over), unless
+    the action's destination moved to another origin: those secrets are then cleared, and a
+    required one raises ``ValidationError`` naming it."""
+    found = _action(action)
+    if found is None or action != stored_action:
         return payload
-    return _walk_merge(payload, stored, schema)
+    target = found.secrets_bound_to
+    if (
+        target is not None
+        and isinstance(payload, dict)
+        and isinstance(stored, dict)
+        and origin(payload.get(target)) != origin(stored.get(target))
+    ):
+        cleared, required = _walk_drop(payload, found.schema)
+        if required:
+            raise ValidationError(
+                {
+                    "payload": [
+                        f"{', '.join(required)}: write-only, and kept for the stored {target}'s "
+                        f"origin only; {target} now points to another origin, so send "
+                        f"{'it' if len(required) == 1 else 'them'} again"
+                    ]
+                }
+            )
+        return cleared
+    return _walk_merge(payload, stored, found.schema)

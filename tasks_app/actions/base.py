@@ -80,6 +80,9 @@ class Action:
     form_schema: Callable[[], dict[str, JSON]] | None = field(
         repr=False, compare=False, default=None
     )
+    # The payload property naming where the request goes (``"url"``): the write-only values
+    # are bound to its origin and do not follow it elsewhere (``tasks_app.secret_fields``).
+    secrets_bound_to: str | None = None
 
     def schema_for_form(self) -> dict[str, JSON]:
         return self.schema if self.form_schema is None else self.form_schema()
@@ -108,6 +111,7 @@ def register(
     validate: PayloadCheck | None = None,
     permission: str | None = None,
     form_schema: Callable[[], dict[str, JSON]] | None = None,
+    secrets_bound_to: str | None = None,
 ) -> Callable[[ActionFunc], ActionFunc]:
     """Register ``func`` as the action ``name`` with a JSON Schema for its payload.
 
@@ -117,6 +121,8 @@ def register(
     change or run a task with this action (``tasks_app.permissions`` checks it).
     ``form_schema``, if given, returns the schema the admin's payload form is built from
     (``schema`` with choices only known at run time, such as registered names).
+    ``secrets_bound_to``, if given, names the payload property holding the destination URL:
+    the payload's write-only values are kept only while it stays on the same origin.
     """
     full_schema = schema or {"type": "object"}
     try:
@@ -136,6 +142,7 @@ def register(
             check=validate,
             permission=permission,
             form_schema=form_schema,
+            secrets_bound_to=secrets_bound_to,
         )
         return func
 

@@ -20,13 +20,13 @@ never allowed, whatever the patterns say: they are not units of work.
 from __future__ import annotations
 
 import json
-from fnmatch import fnmatchcase
 from typing import Any
 
 from celery import current_app
 from celery.app.task import Task as CeleryTask
 
 from ..conf import app_settings
+from .allowlist import matches, unmatched
 from .base import JSON, ActionError, Outcome, PayloadError, RunContext, register
 
 NEVER_ALLOWED = ("tasks_app.*", "celery.*")
@@ -62,9 +62,7 @@ def patterns() -> list[str]:
 
 
 def is_allowed(name: str) -> bool:
-    if any(fnmatchcase(name, never) for never in NEVER_ALLOWED):
-        return False
-    return any(fnmatchcase(name, pattern) for pattern in patterns())
+    return not matches(name, NEVER_ALLOWED) and matches(name, patterns())
 
 
 def allowed_names() -> list[str]:
@@ -74,14 +72,10 @@ def allowed_names() -> list[str]:
 
 def task_error(name: str) -> str | None:
     """Why the task ``name`` cannot be run, or ``None``."""
-    allowed = patterns()
     if not is_allowed(name):
-        if any(fnmatchcase(name, never) for never in NEVER_ALLOWED):
+        if matches(name, NEVER_ALLOWED):
             return f"{name!r} is one of the task system's own or Celery's built-in tasks"
-        return (
-            f"{name!r} matches none of the allowed patterns: {', '.join(allowed) or 'none'} "
-            f"(setting {SETTING})"
-        )
+        return unmatched(name, patterns(), setting=SETTING)
     if name not in registered_tasks():
         return f"{name!r} is allowed by {SETTING} but no Celery task of that name is registered"
     return None

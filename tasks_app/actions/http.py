@@ -15,7 +15,9 @@ outright (Python 3.11's ``ipaddress`` tables call them global). Numeric spelling
 Redirects are followed by hand (at most ``TASKS_HTTP_MAX_REDIRECTS``) and every hop goes
 through the same check; when a redirect leaves the original origin, every header the payload
 set is dropped (any of them may be a credential: ``Authorization``, ``X-Api-Key``, ...) and
-only the action's own (``User-Agent``, ``X-Task-Run-Id``, ``Content-Type``) go on. No proxy from the environment is used.
+only the action's own (``User-Agent``, ``X-Task-Run-Id``, ``Content-Type``) go on; an edit of
+the task that moves ``url`` to another origin clears the headers unless they are sent again
+(``tasks_app.secret_fields``). No proxy from the environment is used.
 
 Outcome: 2xx and other non-error answers complete the run with the first 64 KiB of the body
 as output and ``{"status", "headers", "url", "redirects"}`` as result. 5xx, 408, 429,
@@ -102,6 +104,7 @@ def check_payload(payload: dict[str, JSON]) -> None:
     description="Sends an HTTP request (webhook); private addresses are refused.",
     validate=check_payload,
     permission="tasks_app.use_action_http",
+    secrets_bound_to="url",
 )
 def http_request(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     url = str(payload["url"])

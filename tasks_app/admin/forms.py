@@ -10,12 +10,9 @@ from django.core.exceptions import ValidationError
 from django.forms.fields import InvalidJSONInput
 
 from .. import actions, permissions, secret_fields, services, validation
-from ..models import (
-    ScheduleType,
-    Task,
-)
+from ..models import Task
 from ..services.task_rules import validate_task
-from ..services.tasks import SCHEDULE_FIELDS
+from ..services.tasks import schedule_makes_runs
 
 
 def _action_choices(user: Any = None) -> list[tuple[str, str]]:
@@ -115,24 +112,16 @@ class TaskForm(forms.ModelForm):
                 permissions.check_actions(self.user, *filter(None, (stored, cleaned["action"])))
             except permissions.ActionNotPermitted as exc:
                 self.add_error("action", exc.sentence)
-        if self.user is not None:
-            self._check_runs_created(cleaned)
+        if self.user is not None and cleaned.get("delay_seconds") is not None:
+            self._check_runs_created("delay_seconds")
         return cleaned
 
-    def _check_runs_created(self, cleaned: dict[str, Any]) -> None:
-        """A delay, or a ``once`` schedule set or moved, creates a run: the services refuse
-        it without the run permission, so say it on the field before saving anything."""
-        adding = self.instance._state.adding
-        moves_once = cleaned.get("schedule_type") == ScheduleType.ONCE and (
-            adding or any(f in self.changed_data for f in SCHEDULE_FIELDS)
-        )
-        for field, creates in (
-            ("delay_seconds", cleaned.get("delay_seconds") is not None),
-            ("schedule_type", moves_once),
-        ):
-            missing = permissions.missing_permissions(self.user, "execute") if creates else []
-            if missing:
-                self.add_error(field, f"This creates a run, which needs {', '.join(missing)}.")
+    def _check_runs_created(self, field: str) -> None:
+        """A delay, or a schedule that makes runs, creates runs: the services refuse it
+        without the run permission, so say it on the field before saving anything."""
+        missing = permissions.missing_permissions(self.user, "execute")
+        if missing:
+            self.add_error(field, f"This creates runs, which needs {', '.join(missing)}.")
 
     def clean_payload(self) -> Any:
         # The form shows each stored secret as "set" (``TaskAdmin.get_object``): sent back
@@ -142,12 +131,15 @@ class TaskForm(forms.ModelForm):
         row = stored.values("action", "payload").first() if stored is not None else None
         if row is None:
             return payload
-        return secret_fields.payload_merged(
-            self.cleaned_data.get("action") or self.instance.action,
-            payload,
-            stored_action=row["action"],
-            stored=row["payload"],
-        )
+        try:  # a secret does not follow a URL to another origin (secret_fields)
+            return secret_fields.payload_merged(
+                self.cleaned_data.get("action") or self.instance.action,
+                payload,
+                stored_action=row["action"],
+                stored=row["payload"],
+            )
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["payload"]) from exc
 
     def _post_clean(self) -> None:
         super()._post_clean()  # type: ignore[misc]  # the field rules (Task.full_clean)
@@ -160,6 +152,14 @@ class TaskForm(forms.ModelForm):
             validate_task(self.instance, stored=stored)
         except ValidationError as exc:
             self._update_errors(exc)  # type: ignore[attr-defined]
+        if self.user is not None and "schedule_type" not in self.errors:
+            previous = (
+                None
+                if self.instance._state.adding
+                else Task.objects.filter(pk=self.instance.pk).first()
+            )
+            if schedule_makes_runs(self.instance, previous=previous):
+                self._check_runs_created("schedule_type")
 
     def clean_delay_seconds(self) -> float | None:
         value = self.cleaned_data.get("delay_seconds")

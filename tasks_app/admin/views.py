@@ -215,13 +215,25 @@ class PreviewForm(forms.Form):
         return data
 
 
+def authorize_form(user: Any, *, stored: Task | None, action: str = "") -> None:
+    """Refuse the task form's helpers (the schedule preview, the payload check) to a user
+    whose save of the form would be refused: they change ``stored`` (or add a task when it
+    is ``None``) and use its action and ``action``. Asked before any form work, as Django's
+    ``has_*_permission`` hooks are; what refuses is the services' one table."""
+    names = tuple(a for a in (stored.action if stored else "", action) if a)
+    permissions.authorize(user, "create" if stored is None else "update", action=names)
+
+
 def preview_view(request: HttpRequest) -> JsonResponse:
     """``GET /admin/tasks_app/task/preview/?schedule_type=cron&cron=...&timezone=...``
 
     Answers ``{"description", "fires": [{"utc", "local", ...}]}`` or 400 with
-    ``{"errors": {field: [message]}}``. Nothing is saved. Needs what reading a task needs.
+    ``{"errors": {field: [message]}}``. Nothing is saved. The task form calls it as you
+    type: it needs what saving the form needs (changing tasks, or adding one). A stored
+    task's next fires are on its page, for whoever may read it.
     """
-    permissions.authorize(request.user, "preview")
+    if not permissions.allows(request.user, "update"):
+        authorize_form(request.user, stored=None)
     data = request.GET.copy()
     for name in ("run_at", "end_at"):  # the admin's split widgets send _0 (date) and _1 (time)
         if f"{name}_0" not in data:
@@ -253,9 +265,15 @@ def payload_check_view(request: HttpRequest) -> JsonResponse:
     """``POST /admin/tasks_app/task/payload-check/`` with ``action`` and ``payload`` (JSON
     text): ``{"ok": bool, "errors": [message]}`` from the very check a save runs
     (``services.task_rules.validate_task``: the action's schema, then its own rules such as
-    refused addresses). The task form calls it as you type; nothing is saved. Needs what
-    reading a task needs (its messages name the settings' allow-lists)."""
-    permissions.authorize(request.user, "check")
+    refused addresses). The task form calls it as you type; nothing is saved.
+
+    Authorized first, as the form's save would be (:func:`authorize_form`: change the task
+    of ``?task=``, or add one, and use the action), so nothing of the payload is looked at,
+    imported or resolved for a user who could not save it (403)."""
+    action = request.POST.get("action", "")
+    stored_id = request.GET.get("task")
+    stored = Task.objects.filter(pk=stored_id).first() if stored_id else None
+    authorize_form(request.user, stored=stored, action=action)
     if request.method != "POST":
         return JsonResponse({"error": "POST action and payload"}, status=405)
     try:
@@ -264,14 +282,14 @@ def payload_check_view(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"ok": False, "errors": [f"not valid JSON: {exc}"]})
     except RecursionError:
         return JsonResponse({"ok": False, "errors": [validation.TOO_DEEP]})
-    action = request.POST.get("action", "")
-    stored_id = request.GET.get("task")
-    stored = Task.objects.filter(pk=stored_id).first() if stored_id else None
-    if stored is not None and request.user.has_perm("tasks_app.view_task"):
+    if stored is not None:
         # The form holds "set" for each secret: check the value it stands for.
-        payload = secret_fields.payload_merged(
-            action, payload, stored_action=stored.action, stored=stored.payload
-        )
+        try:
+            payload = secret_fields.payload_merged(
+                action, payload, stored_action=stored.action, stored=stored.payload
+            )
+        except ValidationError as exc:
+            return JsonResponse({"ok": False, "errors": exc.message_dict.get("payload", [])})
     task = Task(action=action, payload=payload)
     try:
         validation.check_storable(task)  # what Postgres cannot store, then the save's rules

@@ -21,9 +21,10 @@ from typing import Any
 
 from django.utils import timezone
 
-from ..actions import JSON, Outcome, PayloadError, Raised, RunContext, register
+from ..actions import JSON, ActionError, Outcome, PayloadError, Raised, RunContext, register
 from ..models import Run
 from ..services.django_task import ACTION
+from ..services.django_task_paths import path_refusal, run_refusal
 from .framework import (
     TaskContext,
     TaskError,
@@ -67,7 +68,11 @@ SCHEMA = {
 
 
 def check(payload: dict[str, JSON]) -> None:
-    """The function imports and is a ``@task``; the arguments fit its signature."""
+    """The path is one ``TASKS_DJANGO_TASKS`` admits (before anything is imported), the
+    function imports and is a ``@task``; the arguments fit its signature."""
+    refused = path_refusal(str(payload["task"]))
+    if refused is not None:
+        raise PayloadError([f"task: {refused}"])
     try:
         task = resolve(payload["task"])
     except ValueError as exc:
@@ -85,6 +90,9 @@ def check(payload: dict[str, JSON]) -> None:
     permission="tasks_app.use_action_django_task",
 )
 def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
+    refused = run_refusal(str(payload["task"]), task_id=ctx.task_id)
+    if refused is not None:
+        raise ActionError(refused, retryable=False)
     task = resolve(payload["task"])
     args, kwargs = list(payload.get("args") or []), dict(payload.get("kwargs") or {})
     sender = type(task.get_backend())

@@ -12,13 +12,12 @@ from django.utils import timezone
 
 from .. import validation
 from ..models import Run, Trigger
+from .django_task_paths import ENQUEUED_BY
 from .run_create import run_create
 from .tasks import task_create
 
 # The action that calls a @task function inside a run (tasks_app/django_tasks/action.py).
 ACTION = "django_task"
-# Who the audit trail names as the creator of these tasks.
-ENQUEUED_BY = "django.tasks"
 
 
 def django_task_enqueue(

@@ -22,6 +22,7 @@ from ..models import (
 )
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of
+from . import django_task_paths
 from .audit import audit, plain
 from .errors import ConflictError
 from .run_create import new_run, run_create
@@ -68,6 +69,9 @@ FIRE_FIELDS = (
     "priority",
     "expires_after_seconds",
 )
+# What decides when a task's runs come into being: on a task with a schedule, setting or
+# changing one of them makes runs (schedule_makes_runs), which needs the run permission.
+RUN_MAKING_FIELDS = (*SCHEDULE_FIELDS, "end_at", "max_runs")
 TASK_FIELDS = (
     "name",
     "description",
@@ -108,6 +112,19 @@ def task_update(*, task: Task, data: dict[str, Any], by: Actor = "") -> Task:
     return task_save(task=task, by=by)
 
 
+def schedule_makes_runs(task: Task, *, previous: Task | None) -> bool:
+    """Whether saving ``task`` (over ``previous``; ``None`` for a new task) makes runs come
+    into being: it has a schedule (``once``, ``interval`` or ``cron``) that is new, or one of
+    ``RUN_MAKING_FIELDS`` changed. Such a save needs ``add_run`` like any other way of
+    creating runs (``tasks_app.permissions``), whichever entry point makes it: the admin form
+    asks this to word its field error; pausing a task or stopping its schedule makes none."""
+    if task.schedule_type == ScheduleType.NONE:
+        return False
+    return previous is None or any(
+        getattr(previous, f) != getattr(task, f) for f in RUN_MAKING_FIELDS
+    )
+
+
 def check_not_declared(task: Task) -> None:
     """Refuse (``ConflictError``, a 409) to change the definition of a task declared in code."""
     if task.declared_in:
@@ -121,7 +138,8 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
     """Validate and persist ``task`` as built by a form or a service, then sync its schedule.
 
     ``by`` a user: refused unless they may create or change it (and use its stored and its
-    new action); a ``once`` schedule set or moved creates a run, so it needs ``add_run``.
+    new action); a schedule set or changed makes runs (:func:`schedule_makes_runs`), so it
+    needs ``add_run``.
     The definition of a task declared in code (``declared_in``) is changed only by
     ``manage.py tasks sync``, which passes its module as ``owner``; from anywhere else a
     change is a ``ConflictError``. Nothing is written when a check fails.
@@ -134,20 +152,19 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         getattr(previous, f) != getattr(task, f) for f in TASK_FIELDS
     ):
         check_not_declared(previous)
-    moves_once = task.schedule_type == ScheduleType.ONCE and (
-        previous is None or any(getattr(previous, f) != getattr(task, f) for f in SCHEDULE_FIELDS)
-    )
+    from_code = django_task_paths.saved_by(by)  # an enqueue's own task: any @task function
     by = permissions.authorize(
         by,
         "create" if adding else "update",
         action=tuple(a for a in (previous.action if previous else "", task.action) if a),
-        creates_run=moves_once,
+        creates_run=schedule_makes_runs(task, previous=previous),
     )
-    if previous is not None:  # a secret sent back as "set" keeps its stored value
+    if previous is not None:  # a secret sent back as "set" keeps its stored value (same origin)
         task.payload = secret_fields.payload_merged(
             task.action, task.payload, stored_action=previous.action, stored=previous.payload
         )
-    task_check(task, stored=stored_schedule_of(previous))
+    with from_code:
+        task_check(task, stored=stored_schedule_of(previous))
     now = timezone.now()
     with transaction.atomic():
         flagged = previous is not None and bool(previous.schedule_error)

@@ -3,6 +3,8 @@ an interval or cron schedule from the admin, the API or the CLI; checked when sa
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
@@ -14,6 +16,13 @@ from tasks_app.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 ADD = "tests.django_tasks.functions.add"
+
+
+@pytest.fixture(autouse=True)
+def _allowed(settings: Any) -> None:
+    """The paths these tests name pass ``TASKS_DJANGO_TASKS``; what follows is checked by
+    importing them (tests/actions/test_django_task_allowlist.py: what the setting refuses)."""
+    settings.TASKS_DJANGO_TASKS = ["tests.django_tasks.*", "nowhere.*", "os.*"]
 
 
 def refused_payload(payload: dict[str, object]) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from io import StringIO
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -51,7 +52,10 @@ ALLOWED: dict[str, set[str]] = {
     "list": READERS,
     "get": READERS,
     "preview": READERS,
-    "check": READERS,
+    # The task form's helpers as you type authorize as the form's save would (add or change,
+    # and the action's own permission): a viewer gets nothing checked, nothing imported.
+    "form_preview": {"change_task", "superuser"},
+    "check": {"change_task", "superuser"},
     "actions": READERS,
     "overview": READERS,
     "runs": READERS,
@@ -62,6 +66,9 @@ ALLOWED: dict[str, set[str]] = {
     "create_with_run": {"superuser"},  # a delay of 0 creates a run: add_run too
     "update": {"change_task", "superuser"},
     "update_to_once": {"superuser"},  # a once schedule creates its run: add_run too
+    # A recurring schedule set or changed makes runs come into being: add_run too.
+    "create_recurring": {"superuser"},
+    "update_to_recurring": {"superuser"},
     "delete": {"superuser"},  # the task's runs go with it: delete_run too
     "duplicate": {"change_task", "superuser"},
     "duplicate_once": {"superuser"},  # the copy of a once task gets its own run
@@ -142,6 +149,11 @@ def is_paused(task_id: str) -> bool:
     return Task.objects.get(pk=task_id).paused
 
 
+def schedule(task_id: str) -> tuple[Any, ...]:
+    task = Task.objects.get(pk=task_id)
+    return (task.schedule_type, task.interval_seconds, task.cron)
+
+
 def status(run: Run) -> str:
     return Run.objects.get(pk=run.pk).status
 
@@ -172,6 +184,16 @@ class Admin:
     def bulk(self, model: str, action: str, *ids: Any) -> None:
         url = reverse(f"admin:tasks_app_{model}_changelist")
         self.post(url, {"action": action, "_selected_action": [str(i) for i in ids]})
+
+    def checked(self, action: str, payload: Any, **query: str) -> bool:
+        """Whether the payload check answered (200 with its verdict) rather than 403."""
+        url = reverse("admin:tasks_app_task_payload_check")
+        response = self.client.post(
+            f"{url}?{urlencode(query)}" if query else url,
+            {"action": action, "payload": json.dumps(payload)},
+        )
+        assert response.status_code in (200, 403), response.content
+        return response.status_code == 200
 
     def save(self, task: Task, **changes: str) -> None:
         data = form(id=task.pk, action=task.action, payload=json.dumps(task.payload))
@@ -243,24 +265,22 @@ CELLS: dict[str, dict[str, Cell]] = {
     },
     "preview": {
         "admin": lambda u, w: _admin(u).page(
+            reverse("admin:tasks_app_task_change", args=[w.recurring.pk])
+        ),
+        "api": lambda u, w: Api(u).call("get", f"/api/tasks/{w.recurring.pk}/preview"),
+        "cli": lambda u, w: Cli(u).call("preview", w.recurring.pk),
+    },
+    "form_preview": {
+        "admin": lambda u, w: _admin(u).page(
             reverse("admin:tasks_app_task_preview"),
             schedule_type="cron",
             cron="0 9 * * *",
             timezone="UTC",
         ),
-        "api": lambda u, w: Api(u).call("get", f"/api/tasks/{w.recurring.pk}/preview"),
-        "cli": lambda u, w: Cli(u).call("preview", w.recurring.pk),
     },
     "check": {
-        "admin": lambda u, w: (
-            _admin(u)
-            .client.post(
-                reverse("admin:tasks_app_task_payload_check"),
-                {"action": "command", "payload": json.dumps({"command": "nope"})},
-            )
-            .status_code
-            == 200
-        ),
+        "admin-add": lambda u, w: _admin(u).checked("echo", {"message": 1}),
+        "admin-change": lambda u, w: _admin(u).checked("echo", {"message": 1}, task=w.task.pk),
     },
     "actions": {
         "api": lambda u, w: Api(u).call("get", "/api/actions"),
@@ -358,6 +378,90 @@ CELLS: dict[str, dict[str, Cell]] = {
                 f"/api/tasks/{w.task.pk}",
                 {"schedule_type": "once", "run_at": w.future},
             ),
+        ),
+    },
+    "create_recurring": {
+        "admin": lambda u, w: changed(
+            Task.objects.count,
+            lambda: _admin(u).post(
+                reverse("admin:tasks_app_task_add"),
+                form(id="made", schedule_type="interval", interval_seconds="1"),
+            ),
+        ),
+        "api": lambda u, w: changed(
+            Task.objects.count,
+            lambda: Api(u).call(
+                "post",
+                "/api/tasks",
+                {
+                    "id": "made",
+                    "action": "noop",
+                    "schedule_type": "interval",
+                    "interval_seconds": 1,
+                },
+            ),
+        ),
+        "api-cron": lambda u, w: changed(
+            Task.objects.count,
+            lambda: Api(u).call(
+                "post",
+                "/api/tasks",
+                {"id": "made", "action": "noop", "schedule_type": "cron", "cron": "* * * * *"},
+            ),
+        ),
+        "cli": lambda u, w: changed(
+            Task.objects.count,
+            lambda: Cli(u).call("create", "made", "--action", "noop", "--every", "1s"),
+        ),
+    },
+    "update_to_recurring": {
+        "admin": lambda u, w: changed(
+            lambda: schedule(w.task.pk),
+            lambda: _admin(u).save(w.task, schedule_type="interval", interval_seconds="1"),
+        ),
+        "admin-faster": lambda u, w: changed(
+            lambda: schedule(w.recurring.pk),
+            lambda: _admin(u).save(w.recurring, schedule_type="interval", interval_seconds="1"),
+        ),
+        "api": lambda u, w: changed(
+            lambda: schedule(w.task.pk),
+            lambda: Api(u).call(
+                "patch",
+                f"/api/tasks/{w.task.pk}",
+                {"schedule_type": "interval", "interval_seconds": 1},
+            ),
+        ),
+        "api-faster": lambda u, w: changed(
+            lambda: schedule(w.recurring.pk),
+            lambda: Api(u).call("patch", f"/api/tasks/{w.recurring.pk}", {"interval_seconds": 1}),
+        ),
+        "api-put": lambda u, w: changed(
+            lambda: schedule(w.task.pk),
+            lambda: Api(u).call(
+                "put",
+                f"/api/tasks/{w.task.pk}",
+                {
+                    "action": "echo",
+                    "payload": {"message": "hi"},
+                    "schedule_type": "cron",
+                    "cron": "* * * * *",
+                },
+            ),
+        ),
+        "api-schedule": lambda u, w: changed(
+            lambda: schedule(w.task.pk),
+            lambda: Api(u).call(
+                "post",
+                f"/api/tasks/{w.task.pk}/schedule",
+                {"schedule_type": "interval", "interval_seconds": 1},
+            ),
+        ),
+        "cli": lambda u, w: changed(
+            lambda: schedule(w.task.pk), lambda: Cli(u).call("update", w.task.pk, "--every", "1s")
+        ),
+        "cli-schedule": lambda u, w: changed(
+            lambda: schedule(w.task.pk),
+            lambda: Cli(u).call("schedule", w.task.pk, "--cron", "* * * * *"),
         ),
     },
     "delete": {

@@ -180,7 +180,8 @@ def test_permission_matrix(entry: str, holds: bool, action: str) -> None:
 def test_by_default_only_superusers_hold_the_action_permissions() -> None:
     """The issue's user: add_task and change_task only, not staff. Every guarded action is
     refused to them; a superuser may use them all; harmless actions need nothing extra."""
-    plain = make_user("plain", "add_task", "change_task", staff=False)
+    # (add_run as well: the interval the issue's user set makes runs, which needs it.)
+    plain = make_user("plain", "add_task", "change_task", "add_run", staff=False)
     boss = User.objects.create_superuser("boss", "b@example.com", "pw-boss-12345")
     for action in PAYLOADS:
         assert not permissions.may_use(plain, action)
