@@ -403,15 +403,6 @@ REST_FRAMEWORK = {
     # X-Forwarded-For is believed up to the trusted proxies only (see TASKS_TRUSTED_PROXIES).
     "NUM_PROXIES": TRUSTED_PROXIES,
 }
-# How long a new API token lives unless `api_token create --days` says otherwise.
-API_TOKEN_DAYS = env_float("TASKS_API_TOKEN_DAYS", 30.0)
-if not 0 < API_TOKEN_DAYS <= 366:
-    raise ImproperlyConfigured("TASKS_API_TOKEN_DAYS must be more than 0 and at most 366")
-REST_KNOX = {
-    "TOKEN_TTL": timedelta(days=API_TOKEN_DAYS),
-    "AUTH_HEADER_PREFIX": "Token",
-}
-
 # The API's schema and docs take their drf-spectacular settings from the app; its deploy check
 # (`check --deploy`) uses the project's: the app's enum names (tasks_app/api/enum_names.py).
 SPECTACULAR_SETTINGS = {"ENUM_NAME_OVERRIDES": ENUM_NAME_OVERRIDES}

@@ -515,6 +515,16 @@ class AppSettings:
         "`/metrics` also answers callers from these networks",
     )
 
+    # --- API ---------------------------------------------------------------------------
+    API_TOKEN_DAYS = Number(
+        30.0,
+        "how long a token minted without `--days` (`manage.py api_token create`, the admin's "
+        "tokens page) stays valid, in days",
+        low=0,
+        above=True,
+        high=366,
+    )
+
     # --- Admin ---------------------------------------------------------------------------
     ADMIN_BRANDING = Flag(
         False,

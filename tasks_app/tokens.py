@@ -25,7 +25,9 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.utils import timezone
 from knox.models import AuthToken
-from knox.settings import CONSTANTS, knox_settings
+from knox.settings import CONSTANTS
+
+from .conf import app_settings
 
 # The longest life a token may be given, whatever is asked for.
 MAX_TOKEN_DAYS = 366
@@ -41,18 +43,14 @@ class MintedToken:
 
 
 def token_create(*, user: AbstractBaseUser, days: float | None = None) -> MintedToken:
-    """A new token for ``user``, valid ``days`` days (default: ``REST_KNOX['TOKEN_TTL']``).
+    """A new token for ``user``, valid ``days`` days (default: ``TASKS_API_TOKEN_DAYS``).
 
     Raises ``ValueError`` naming the rule when ``days`` is not in (0, 366]."""
     if days is None:
-        ttl = knox_settings.TOKEN_TTL
+        days = app_settings.API_TOKEN_DAYS
     elif not 0 < days <= MAX_TOKEN_DAYS:
         raise ValueError(f"--days must be more than 0 and at most {MAX_TOKEN_DAYS}")
-    else:
-        ttl = timedelta(days=days)
-    if ttl is None or ttl > timedelta(days=MAX_TOKEN_DAYS):
-        ttl = timedelta(days=MAX_TOKEN_DAYS)
-    instance, token = AuthToken.objects.create(user=user, expiry=ttl)
+    instance, token = AuthToken.objects.create(user=user, expiry=timedelta(days=days))
     return MintedToken(token=token, key=instance.token_key, expiry=instance.expiry)
 
 

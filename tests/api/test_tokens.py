@@ -5,6 +5,7 @@ password change and after its expiry."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.contrib import admin
@@ -141,6 +142,19 @@ def test_every_token_has_an_expiry_even_when_none_is_asked_for(db: None) -> None
     assert timedelta(days=29) < minted.expiry - timezone.now() <= timedelta(days=30)
     with pytest.raises(ValueError, match="--days must be more than 0 and at most 366"):
         token_create(user=user, days=400)
+
+
+def test_the_default_token_life_is_the_apps_setting_whatever_knox_says(
+    db: None, settings: Any
+) -> None:
+    settings.REST_KNOX = {"TOKEN_TTL": timedelta(hours=10)}  # knox's own default
+    settings.TASKS_API_TOKEN_DAYS = 2
+    minted = token_create(user=User.objects.create_user("bob"))
+    assert (
+        timedelta(days=2) - timedelta(minutes=1)
+        < minted.expiry - timezone.now()
+        <= timedelta(days=2)
+    )
 
 
 def test_the_command_prints_a_token_once_and_lists_only_its_first_characters(
