@@ -12,3 +12,8 @@ os.environ.setdefault("TASKS_QUEUES", f"{_queue},{_queue}-actions,{_queue}-quoru
 os.environ.setdefault(
     "TASKS_EXTRA_APPS", "tests.effects"
 )  # test actions + effect rows (tests/effects)
+# The @task functions people may choose for the django_task action, in this process and in
+# the workers the tests start: the demo's example and the tests' own functions.
+os.environ.setdefault(
+    "TASKS_DJANGO_TASKS", "project.example_tasks.*,tests.django_tasks.functions.*"
+)
