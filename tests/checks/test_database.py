@@ -4,7 +4,7 @@ A project on SQLite, end to end: test_startproject.py."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from tasks_app.checks import check_database_engine, check_postgres_version
 
@@ -29,7 +29,8 @@ def test_postgres_passes() -> None:
 def test_a_server_older_than_14_is_an_error_when_the_database_is_checked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(connection, "pg_version", 130012)
+    # Set where Django caches it (the wrapper's __dict__): reading it would connect.
+    monkeypatch.setitem(connections["default"].__dict__, "pg_version", 130012)
 
     [error] = check_postgres_version(databases=["default"])
 
