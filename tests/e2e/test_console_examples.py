@@ -31,23 +31,21 @@ import os
 import re
 import shlex
 import signal
-import socket
 import subprocess
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from tests.markdown import fenced_blocks
 from tests.processes import ROOT, wait_until
+from tests.web import free_port, up
 
 pytestmark = pytest.mark.e2e
 
 PASSWORD = "console-examples-password-42"
 SHELLS = {"console", "sh", "bash", "shell"}
-FENCE = re.compile(r"^```(\S*)\s*$")
-NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->\s*$")
 INTERACTIVE = ("changepassword", "createsuperuser")
 # The commands that start the stack or a process of it: they run until stopped.
 LONG_RUNNING = re.compile(
@@ -104,33 +102,21 @@ def markdown_files() -> list[Path]:
 
 def parse(path: Path) -> list[Example]:
     examples: list[Example] = []
-    lines = path.read_text().splitlines()
-    index = 0
-    while index < len(lines):
-        match = FENCE.match(lines[index])
-        if not match:
-            index += 1
+    for block in fenced_blocks(path):
+        body = block.text.splitlines()
+        if block.language not in SHELLS:
+            if not block.language and body and COMMAND_LIKE.match(body[0]):
+                UNTAGGED.append(f"{path.relative_to(ROOT)}:{block.line}")
             continue
-        start = index
-        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("```"))
-        index = end + 1
-        language = match.group(1).lower()
-        if language not in SHELLS:
-            body = lines[start + 1 : end]
-            if not language and body and COMMAND_LIKE.match(body[0]):
-                UNTAGGED.append(f"{path.relative_to(ROOT)}:{start + 1}")
-            continue
-        previous = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
-        marker = NOT_RUN.match(previous)
         example = Example(
             path=path,
-            line=start + 1,
-            language=language,
-            text="\n".join(lines[start + 1 : end]) + "\n",
-            not_run=marker.group(1) if marker else None,
+            line=block.line,
+            language=block.language,
+            text=block.text,
+            not_run=block.not_run,
         )
-        if language == "console":
-            for body_line in lines[start + 1 : end]:
+        if block.language == "console":
+            for body_line in body:
                 if body_line.startswith("$ "):
                     example.steps.append((body_line[2:], []))
                 elif example.steps:
@@ -234,20 +220,6 @@ def output_matches(expected: list[str], printed: str) -> str | None:
             return want
         position = found + 1
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def up(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - local test server
-            return response.status == 200
-    except OSError:
-        return False
 
 
 @dataclass

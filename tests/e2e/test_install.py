@@ -19,22 +19,16 @@ environment of its own. The page's blocks are applied as a reader applies them:
 
 from __future__ import annotations
 
-import http.cookiejar
 import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import django
@@ -43,48 +37,16 @@ import pytest
 from django.db import connection
 
 from tasks_app import __version__
+from tests.markdown import Block, fenced_blocks
 from tests.processes import ROOT, Proc, ensure_vhost, server_url, spawn, wait_until
+from tests.web import Browser, free_port
 
 pytestmark = pytest.mark.e2e
 
 DOC = ROOT / "docs" / "install.md"
 DISTRIBUTION = "django-scheduled-runs"
-FENCE = re.compile(r"^```(\S*)\s*$")
-NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->\s*$")
 HEADER = re.compile(r"^# (\S+) — (add at the end|new file|the whole file)$")
 PASSWORD = "install-test-password-42"
-
-
-@dataclass
-class Block:
-    line: int
-    language: str
-    text: str
-    not_run: str | None
-
-
-def blocks() -> list[Block]:
-    lines = DOC.read_text().splitlines()
-    found: list[Block] = []
-    index = 0
-    while index < len(lines):
-        match = FENCE.match(lines[index])
-        if not match:
-            index += 1
-            continue
-        end = next(i for i in range(index + 1, len(lines)) if lines[i].startswith("```"))
-        previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
-        marker = NOT_RUN.match(previous)
-        found.append(
-            Block(
-                line=index + 1,
-                language=match.group(1),
-                text="\n".join(lines[index + 1 : end]) + "\n",
-                not_run=marker.group(1) if marker else None,
-            )
-        )
-        index = end + 1
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -208,46 +170,6 @@ def reader(tmp_path: Path, wheel: Path) -> Iterator[Reader]:
             conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
 
-class Browser:
-    """A signed-in admin user's browser (cookies, the CSRF token) on the project's server."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.cookies = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
-
-    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
-        request = urllib.request.Request(self.base + path, headers=headers or {})
-        try:
-            with self.opener.open(request, timeout=30) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
-
-    def sign_in(self, username: str, password: str) -> None:
-        self.get("/admin/login/")
-        token = next(c.value for c in self.cookies if c.name == "csrftoken")
-        data = urllib.parse.urlencode(
-            {
-                "username": username,
-                "password": password,
-                "csrfmiddlewaretoken": token,
-                "next": "/admin/",
-            }
-        ).encode()
-        request = urllib.request.Request(
-            self.base + "/admin/login/", data=data, headers={"Referer": self.base + "/admin/login/"}
-        )
-        with self.opener.open(request, timeout=30) as response:
-            assert response.url.endswith("/admin/"), response.url
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 ENQUEUE = """
 from datetime import timedelta
 from django.utils import timezone
@@ -265,7 +187,7 @@ print(result.status, result.return_value if result.is_finished else None)
 def test_install_md_as_written_gives_a_working_project(
     reader: Reader, tmp_path: Path, process_logs: Path
 ) -> None:
-    steps = blocks()
+    steps = fenced_blocks(DOC)
     runnable = [b for b in steps if b.not_run is None]
     assert runnable[0].language == "sh" and "pip install" in runnable[0].text
     for block in steps:
@@ -321,15 +243,15 @@ def test_install_md_as_written_gives_a_working_project(
 
         # The API takes the token it minted, and refuses an anonymous call with a 401.
         browser = Browser(f"http://127.0.0.1:{port}")
-        assert browser.get("/api/tasks")[0] == 401
+        assert browser.fetch("/api/tasks")[0] == 401
         auth = {"Authorization": f"Token {token}"}
-        status, body = browser.get("/api/tasks", auth)
+        status, body = browser.fetch("/api/tasks", auth)
         assert status == 200, body
         assert "heartbeat" in {t["id"] for t in json.loads(body)["results"]}
 
         # The declared schedule fires on beat and its run completes.
         def heartbeat_ran() -> bool:
-            status, body = browser.get("/api/tasks/heartbeat/runs", auth)
+            status, body = browser.fetch("/api/tasks/heartbeat/runs", auth)
             return status == 200 and any(
                 r["status"] == "completed" for r in json.loads(body)["results"]
             )
@@ -337,22 +259,27 @@ def test_install_md_as_written_gives_a_working_project(
         wait_until(heartbeat_ran, timeout=120, message="the declared schedule to run")
 
         # The admin's pages of the app, with the app's styles and script.
-        browser.sign_in("admin", PASSWORD)
+        browser.get("/admin/login/")
+        signed_in = browser.post(
+            "/admin/login/?next=/admin/",
+            {"username": "admin", "password": PASSWORD, "next": "/admin/"},
+        )
+        assert "Site administration" in signed_in  # the admin's index, after the redirect
         for path in (
             "/admin/tasks_app/task/heartbeat/change/",
             f"/admin/tasks_app/run/{run_id}/change/",
             "/admin/overview/",
         ):
-            status, body = browser.get(path)
+            status, body = browser.fetch(path)
             assert status == 200, f"{path}: {status}\n{body[-2000:]}"
             for asset in ("tasks_app/admin.css", "tasks_app/admin.js"):
                 url = re.search(rf'"([^"]*{re.escape(asset)})"', body)
                 assert url, f"{path} does not load {asset}"
-                assert browser.get(url.group(1))[0] == 200, url.group(1)
+                assert browser.fetch(url.group(1))[0] == 200, url.group(1)
             assert 'id="api-docs-link"' in body
-        assert f"django-scheduled-runs {__version__}" in browser.get("/admin/overview/")[1]
+        assert f"django-scheduled-runs {__version__}" in browser.fetch("/admin/overview/")[1]
         # The project's admin stays the project's own.
-        status, body = browser.get("/admin/")
+        status, body = browser.fetch("/admin/")
         assert status == 200 and "Django administration" in body
     finally:
         for proc in (web, beat, worker):

@@ -12,15 +12,10 @@ clean stop.
 
 from __future__ import annotations
 
-import http.cookiejar
-import json
 import os
 import re
 import signal
-import socket
 import subprocess
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -29,61 +24,10 @@ import pytest
 
 from project.embedded import alive
 from tests.processes import ROOT, wait_until
+from tests.web import Browser, free_port, up
 
 pytestmark = pytest.mark.e2e
 PASSWORD = "make-run-password-42"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Browser:
-    def __init__(self, base: str):
-        self.base = base
-        self.jar = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-
-    def _csrf(self) -> str:
-        return next(c.value for c in self.jar if c.name == "csrftoken")
-
-    def get(self, path: str) -> str:
-        with self.opener.open(self.base + path, timeout=10) as response:
-            return response.read().decode()
-
-    def post(self, path: str, data: dict[str, object]) -> str:
-        body = urllib.parse.urlencode(
-            {**data, "csrfmiddlewaretoken": self._csrf()}, doseq=True
-        ).encode()
-        request = urllib.request.Request(
-            self.base + path, data=body, headers={"Referer": self.base + path}
-        )
-        with self.opener.open(request, timeout=10) as response:
-            return response.read().decode()
-
-    def api(self, method: str, path: str, payload: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(
-            self.base + path,
-            method=method,
-            data=None if payload is None else json.dumps(payload).encode(),
-            headers={
-                "Content-Type": "application/json",
-                "X-CSRFToken": self._csrf(),
-                "Referer": self.base + path,
-            },
-        )
-        with self.opener.open(request, timeout=10) as response:
-            return json.loads(response.read().decode())
-
-
-def up(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - local test server
-            return response.status == 200
-    except OSError:
-        return False
 
 
 def repository_state() -> set[str]:

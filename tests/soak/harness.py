@@ -14,7 +14,6 @@ import math
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.processes import ROOT, Proc, spawn
+from tests.web import free_port
 
 # Process faults run on shared services; service faults only on the harness's own instances.
 PROCESS_FAULTS = ("worker_kill", "worker_term", "beat_leader_kill", "worker_stop")
@@ -51,12 +51,6 @@ PAGE_SAMPLE_SECONDS = 1.0
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def nearest_rank(values: list[float], q: float) -> float | None:
