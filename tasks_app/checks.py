@@ -48,10 +48,10 @@ BACKEND_PATH = "tasks_app.django_tasks.CeleryRunBackend"
 MIN_POSTGRES = (14, 0)
 DEFAULT_ALIAS = "default"  # the database the app writes to, and Django's default task backend
 
-# What the app imports, by INSTALLED_APPS name. django-axes, django-csp and
-# drf-spectacular-sidecar are the demo project's choices (login lockout, the CSP header, the
-# Swagger UI files served locally), not the app's. The django-tasks backport (Django 5.2)
-# works without being installed: only its own checks need it there.
+# What the app needs, by INSTALLED_APPS name (drf-spectacular-sidecar: the API docs page's
+# Swagger UI files, served as static files). django-axes and django-csp are the demo
+# project's choices (login lockout, the CSP header), not the app's. The django-tasks
+# backport (Django 5.2) works without being installed: only its own checks need it there.
 REQUIRED_APPS = (
     "django.contrib.admin",
     "django.contrib.auth",
