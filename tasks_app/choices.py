@@ -102,6 +102,8 @@ class Trigger(models.TextChoices):
     API = "api", "API"
     CLI = "cli", "CLI"
     ADMIN = "admin"
+    # A call of a @task function enqueued from code (Django's task framework).
+    ENQUEUE = "enqueue"
 
 
 # Runs asked for explicitly by a person start even while their task is paused.

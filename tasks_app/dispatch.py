@@ -37,7 +37,7 @@ def send(runs: list[Run], *, now: datetime) -> list[UUID]:
         return []
     unroutable: list[UUID] = []
     if queues.quorum():
-        delayed = {r.task.queue for r in runs if queues.natively_delayed(_delay(r, now))}
+        delayed = {r.queue_name for r in runs if queues.natively_delayed(_delay(r, now))}
         try:
             failed_queues = (
                 queues.prepare_delayed_delivery(current_app, delayed) if delayed else set()
@@ -45,8 +45,8 @@ def send(runs: list[Run], *, now: datetime) -> list[UUID]:
         except Exception:  # no broker: every run goes back to pending, as in the publishers
             log.exception("no broker connection; %d runs stay pending", len(runs))
             return [r.id for r in runs]
-        unroutable = [r.id for r in runs if r.task.queue in failed_queues]
-        runs = [r for r in runs if r.task.queue not in failed_queues]
+        unroutable = [r.id for r in runs if r.queue_name in failed_queues]
+        runs = [r for r in runs if r.queue_name not in failed_queues]
         if not runs:
             return unroutable
     if len(runs) > 1 and BatchPublisher.supported(current_app):
@@ -69,7 +69,7 @@ def _send_one_by_one(runs: list[Run], *, now: datetime) -> list[UUID]:
                     app.send_task(EXECUTE_RUN, producer=producer, **message_options(run, now=now))
                     sent += 1
                 except Exception as exc:  # the broker refused or vanished: hand the run back
-                    if (why := queues.explain(exc, run.task.queue)) is None:
+                    if (why := queues.explain(exc, run.queue_name)) is None:
                         log.exception("publishing run %s failed; it stays pending", run.id)
                     else:
                         log.error("publishing run %s failed; it stays pending: %s", run.id, why)
@@ -99,7 +99,7 @@ def isolate_refused(runs: list[Run], *, now: datetime) -> tuple[list[UUID], dict
     conn: Any = None
     try:
         for i, run in enumerate(runs):
-            if run.task.queue in mismatched:
+            if run.queue_name in mismatched:
                 held.append(run.id)
                 continue
             if conn is None:
@@ -114,11 +114,11 @@ def isolate_refused(runs: list[Run], *, now: datetime) -> tuple[list[UUID], dict
                 log.warning("no broker connection; %d runs stay pending", len(runs) - i)
                 return held + [r.id for r in runs[i:]], refused
             except Exception as exc:  # the broker (or the encoder) refused this message
-                if (why := queues.explain(exc, run.task.queue)) is not None:
+                if (why := queues.explain(exc, run.queue_name)) is not None:
                     # A deployment-wide mismatch (docs/operations.md): the run waits.
                     log.error("publishing run %s failed; it stays pending: %s", run.id, why)
                     held.append(run.id)
-                    mismatched.add(run.task.queue)
+                    mismatched.add(run.queue_name)
                 else:
                     refused[run.id] = f"{type(exc).__name__}: {exc}"
                     log.error("the broker refused run %s: %s", run.id, refused[run.id])
@@ -292,15 +292,15 @@ INTERRUPTED_RUN_PRIORITY = 9
 
 
 def message_options(run: Run, *, now: datetime) -> dict[str, object]:
-    """The Celery message for ``run``: its id, ETA, queue, priority (the task's, or
+    """The Celery message for ``run``: its id, ETA, queue, priority (its own or the task's, or
     ``INTERRUPTED_RUN_PRIORITY`` once the run was interrupted) and time limits."""
     task = run.task
     timeout = task.timeout_seconds or app_settings.DEFAULT_TIMEOUT_SECONDS
     options: dict[str, object] = {
         "args": [str(run.id)],
         "task_id": str(run.id),
-        "queue": queues.destination(task.queue, delay=_delay(run, now)),
-        "priority": INTERRUPTED_RUN_PRIORITY if run.interruptions else task.priority,
+        "queue": queues.destination(run.queue_name, delay=_delay(run, now)),
+        "priority": INTERRUPTED_RUN_PRIORITY if run.interruptions else run.priority_level,
         "soft_time_limit": timeout,
         "time_limit": timeout + HARD_LIMIT_GRACE_SECONDS,
         "confirm_timeout": PUBLISH_CONFIRM_TIMEOUT_SECONDS,

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.core.validators import RegexValidator
 from django.db import models
+from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
 from .choices import (
@@ -427,6 +428,21 @@ class Run(StatusGuarded):
         null=True, blank=True, help_text="Renewed by the worker while the run is running."
     )
 
+    # This run's own arguments, queue and priority (an enqueue of a @task function, "run
+    # now with..."): unset, the task's. Read through call_payload, queue_name, priority_level.
+    payload = models.JSONField(
+        null=True, blank=True, help_text="This run's own payload; none: the task's."
+    )
+    queue = models.CharField(
+        max_length=100, blank=True, default="", db_default="", help_text="Blank: the task's."
+    )
+    priority = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=bounded("priority"),
+        help_text="0 (last) to 9 (first); none: the task's.",
+    )
+
     output = models.TextField(blank=True)
     truncated = models.BooleanField(default=False)
     error = models.TextField(blank=True)
@@ -491,10 +507,30 @@ class Run(StatusGuarded):
         return f"{self.task_id} run {self.id}"
 
     @property
+    def call_payload(self) -> dict[str, Any]:
+        """The payload this run calls its action with: its own, or its task's."""
+        return self.task.payload if self.payload is None else self.payload
+
+    @property
+    def queue_name(self) -> str:
+        """The queue this run is published to: its own, or its task's."""
+        return self.queue or self.task.queue
+
+    @property
+    def priority_level(self) -> int:
+        """This run's broker priority: its own, or its task's."""
+        return self.task.priority if self.priority is None else self.priority
+
+    @property
     def duration_ms(self) -> int | None:
         if self.started_at and self.finished_at:
             return round((self.finished_at - self.started_at).total_seconds() * 1000)
         return None
+
+
+def run_queue() -> Coalesce:
+    """A run's queue in a query (``Run.queue_name``): its own, or its task's."""
+    return Coalesce(NullIf(models.F("queue"), models.Value("")), models.F("task__queue"))
 
 
 class Still(models.Lookup):  # type: ignore[type-arg]

@@ -69,7 +69,8 @@ SCHEMA = {
 
 def check(payload: dict[str, JSON]) -> None:
     """The path is one ``TASKS_DJANGO_TASKS`` admits (before anything is imported), the
-    function imports and is a ``@task``; the arguments fit its signature."""
+    function imports and is a ``@task``; the arguments, if given, fit its signature (a
+    payload naming only the function is a function's task: its runs bring their own)."""
     refused = path_refusal(str(payload["task"]))
     if refused is not None:
         raise PayloadError([f"task: {refused}"])
@@ -77,6 +78,8 @@ def check(payload: dict[str, JSON]) -> None:
         task = resolve(payload["task"])
     except ValueError as exc:
         raise PayloadError([f"task: {exc}"]) from exc
+    if "args" not in payload and "kwargs" not in payload:
+        return
     wrong = call_problem(task, payload.get("args") or [], payload.get("kwargs") or {})
     if wrong is not None:
         raise PayloadError([f"args/kwargs: {wrong}"])

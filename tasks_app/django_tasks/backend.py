@@ -9,10 +9,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from ..models import Run, default_queue
+from ..models import Run
 from ..services.django_task import ACTION, django_task_enqueue
 from ..validation import check_run_at, configured_queues
 from .framework import (
+    DEFAULT_TASK_PRIORITY,
     DEFAULT_TASK_QUEUE_NAME,
     BaseTaskBackend,
     InvalidTask,
@@ -24,7 +25,7 @@ from .framework import (
     task_enqueued,
     to_json,
 )
-from .results import task_result
+from .results import enqueued_result, task_result
 
 
 class CeleryRunBackend(BaseTaskBackend):
@@ -68,14 +69,18 @@ class CeleryRunBackend(BaseTaskBackend):
             raise TypeError(f"{task.module_path}: {found}; task arguments must survive JSON")
         if (wrong := call_problem(task, args, kwargs)) is not None:
             raise TypeError(wrong)
-        queue = default_queue() if task.queue_name == DEFAULT_TASK_QUEUE_NAME else task.queue_name
+        # Django's defaults leave the choice to the function's task (its queue and priority,
+        # which an operator may set); any other is this call's own.
+        queue = "" if task.queue_name == DEFAULT_TASK_QUEUE_NAME else task.queue_name
         try:
             run = django_task_enqueue(
                 path=task.module_path,
                 args=to_json(args),
                 kwargs=to_json(kwargs),
                 queue=queue,
-                priority=run_priority(task.priority),
+                priority=None
+                if task.priority == DEFAULT_TASK_PRIORITY
+                else run_priority(task.priority),
                 run_after=task.run_after,
                 using={
                     "priority": task.priority,
@@ -85,7 +90,7 @@ class CeleryRunBackend(BaseTaskBackend):
             )
         except ValidationError as exc:
             raise InvalidTask(_one_line(exc)) from exc
-        result = task_result(run, task=task, backend=self.alias)
+        result = enqueued_result(run, task=task, backend=self.alias)
         task_enqueued.send(type(self), task_result=result)
         return result
 
@@ -104,7 +109,7 @@ class CeleryRunBackend(BaseTaskBackend):
                 f"run {result_id} runs action {run.task.action!r}, not a @task function"
             )
         try:
-            task = resolve(str(run.task.payload.get("task", "")))
+            task = resolve(str(run.call_payload.get("task", "")))
         except ValueError as exc:
             raise TaskResultDoesNotExist(f"run {result_id}: {exc}") from exc
         return task_result(run, task=task, backend=self.alias, result_id=str(result_id))

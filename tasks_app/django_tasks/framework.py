@@ -4,6 +4,7 @@ whether a call fits the function, how priorities, queues and exception classes m
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import re
@@ -24,7 +25,10 @@ if django.VERSION >= (6, 0) or TYPE_CHECKING:
     from django.tasks.backends.base import (  # type: ignore[import-not-found,unused-ignore]
         BaseTaskBackend,
     )
-    from django.tasks.base import TaskError  # type: ignore[import-not-found,unused-ignore]
+    from django.tasks.base import (  # type: ignore[import-not-found,unused-ignore]
+        DEFAULT_TASK_PRIORITY,
+        TaskError,
+    )
     from django.tasks.exceptions import (  # type: ignore[import-not-found,unused-ignore]
         InvalidTask,
         TaskResultDoesNotExist,
@@ -42,12 +46,13 @@ else:  # the django-tasks backport: the same API under another name
         TaskResultStatus,
     )
     from django_tasks.backends.base import BaseTaskBackend
-    from django_tasks.base import Task, TaskError
+    from django_tasks.base import DEFAULT_TASK_PRIORITY, Task, TaskError
     from django_tasks.exceptions import InvalidTaskError as InvalidTask
     from django_tasks.exceptions import TaskResultDoesNotExist
     from django_tasks.signals import task_enqueued, task_finished, task_started
 
 __all__ = [
+    "DEFAULT_TASK_PRIORITY",
     "DEFAULT_TASK_QUEUE_NAME",
     "BaseTaskBackend",
     "InvalidTask",
@@ -77,11 +82,16 @@ class RunEnded(Exception):
 
 
 def run_priority(priority: int) -> int:
-    """Django's priority (-100..100, default 0, higher first) as ours (0..9, default 5,
-    higher first): 0 is 5, 100 is 9, -100 is 0, in even steps on each side."""
-    if priority >= 0:
-        return 5 + round(priority * 4 / 100)
-    return 5 + round(priority * 5 / 100)
+    """Django's priority (-100..100, default 0, larger first) as ours (0..9, default 5,
+    larger first), never out of order: a larger priority never maps below a smaller one,
+    and any priority above the default runs before it, any below after it (1..25 is 6,
+    26..50 is 7, 51..75 is 8, 76..100 is 9; -1..-20 is 4 down to -81..-100 at 0). Ten
+    broker levels cannot keep 201 apart: within a band, the broker's order is arrival."""
+    if priority > 0:
+        return 6 + (min(priority, 100) - 1) * 4 // 100
+    if priority < 0:
+        return 4 - (min(-priority, 100) - 1) * 5 // 100
+    return 5
 
 
 def json_problem(value: Any, where: str) -> str | None:
@@ -119,9 +129,8 @@ def to_json(value: Any) -> Any:
 def call_problem(task: Any, args: Iterable[Any], kwargs: Mapping[str, Any]) -> str | None:
     """Why the function of ``task`` cannot be called with these arguments (``None`` if it
     can), so a wrong call is refused when it is enqueued or saved, not when it runs."""
-    try:
-        signature = inspect.signature(task.func)
-    except (TypeError, ValueError):  # no signature to check against
+    signature = _signature(task.func)
+    if signature is None:  # no signature to check against
         return None
     lead = [None] if task.takes_context else []
     try:
@@ -129,6 +138,15 @@ def call_problem(task: Any, args: Iterable[Any], kwargs: Mapping[str, Any]) -> s
     except TypeError as exc:
         return f"{task.module_path}(): {exc}"
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _signature(func: Any) -> inspect.Signature | None:
+    """The signature of ``func``, worked out once per function (every enqueue checks it)."""
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
 
 
 def resolve(path: str) -> Any:

@@ -36,7 +36,7 @@ def task_result(run: Run, *, task: Any, backend: str, result_id: str | None = No
     started = [a for a in attempts if a.started_at is not None]
     status = TaskResultStatus(RESULT_STATUS[RunStatus(latest.status)])
     finished = status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
-    payload = run.task.payload
+    payload = run.call_payload
     using = payload.get("using")
     if using:  # the Task the run was enqueued for, as Django gives it back
         run_after = using.get("run_after")
@@ -68,3 +68,23 @@ def task_result(run: Run, *, task: Any, backend: str, result_id: str | None = No
     if status == TaskResultStatus.SUCCESSFUL:
         object.__setattr__(result, "_return_value", latest.result)
     return result
+
+
+def enqueued_result(run: Run, *, task: Any, backend: str) -> Any:
+    """The ``TaskResult`` of ``run`` just enqueued for ``task`` (nothing read back: it is
+    ``READY`` with no attempt yet)."""
+    payload = run.call_payload
+    return TaskResult(
+        task=task,
+        id=str(run.id),
+        status=TaskResultStatus.READY,
+        enqueued_at=run.created_at,
+        started_at=None,
+        finished_at=None,
+        last_attempted_at=None,
+        args=list(payload["args"]),
+        kwargs=dict(payload["kwargs"]),
+        backend=backend,
+        errors=[],
+        worker_ids=[],
+    )

@@ -49,7 +49,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from .. import selectors, services
 from ..client_address import client_ip
 from ..conf import app_settings, default_queue
-from ..models import Run, RunStatus, Task, TaskState
+from ..models import Run, RunStatus, Task, TaskState, run_queue
 from . import health
 
 log = logging.getLogger(__name__)
@@ -146,12 +146,12 @@ class TasksCollector:
         rows = (
             Run.objects.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED])
             .order_by()
-            .values("task__queue", "status")
+            .values("status", queue_name=run_queue())
             .annotate(n=Count("id"))
         )
         for row in rows:
-            queues.add(row["task__queue"])
-            depth.add_metric([row["task__queue"], row["status"]], row["n"])
+            queues.add(row["queue_name"])
+            depth.add_metric([row["queue_name"], row["status"]], row["n"])
         yield depth
         if not self.broker:
             return

@@ -1,23 +1,64 @@
-"""Runs enqueued through Django's task framework (``tasks_app.django_tasks``)."""
+"""Runs enqueued through Django's task framework (``tasks_app.django_tasks``): one task per
+``@task`` function, one run per call."""
 
 from __future__ import annotations
 
-import re
-import secrets
+import hashlib
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from .. import validation
-from ..models import Run, Trigger
+from .. import store, validation
+from ..models import Run, RunStatus, Task, Trigger, task_id_validator
 from .django_task_paths import ENQUEUED_BY
-from .run_create import run_create
+from .errors import ConflictError
+from .run_release import horizon, send_queued
 from .tasks import task_create
 
 # The action that calls a @task function inside a run (tasks_app/django_tasks/action.py).
 ACTION = "django_task"
+_ID_LENGTH = Task._meta.get_field("id").max_length or 100
+
+
+def function_task_id(path: str) -> str:
+    """The id of the task of the ``@task`` function at ``path``: the path itself when it
+    makes a task id, else its first characters and a digest of the whole."""
+    try:
+        task_id_validator(path)
+        if len(path) <= _ID_LENGTH:
+            return path
+    except ValidationError:
+        pass
+    digest = hashlib.sha256(path.encode()).hexdigest()[:12]
+    head = path.lstrip("_.-")[: _ID_LENGTH - len(digest) - 1] or "task"
+    return f"{head}-{digest}"
+
+
+def function_task_create(path: str, *, by: str = ENQUEUED_BY) -> Task:
+    """The task of the ``@task`` function at ``path`` (action ``django_task``, its payload
+    naming the function and no arguments: each run brings its own), made on the function's
+    first enqueue or by ``tasks sync``. A concurrent first enqueue that made it first wins."""
+    task_id = function_task_id(path)
+    try:
+        with transaction.atomic():
+            return task_create(
+                id=task_id,
+                by=by,
+                name=path[:200],
+                description="Runs of the @task function, one per call enqueued from code.",
+                action=ACTION,
+                payload={"task": path},
+            )
+    except ConflictError:
+        found = Task.objects.filter(pk=task_id).first()
+        if found is None or found.action != ACTION or found.payload.get("task") != path:
+            raise ValidationError(
+                {"task": [f"the task id {task_id!r} is taken by a task that does not call {path}"]}
+            ) from None
+        return found
 
 
 def django_task_enqueue(
@@ -26,35 +67,46 @@ def django_task_enqueue(
     args: list[Any],
     kwargs: dict[str, Any],
     queue: str,
-    priority: int,
+    priority: int | None,
     run_after: datetime | None,
     using: dict[str, Any],
 ) -> Run:
-    """A task of its own for one enqueue of the ``@task`` function at ``path`` (action
-    ``django_task``, its arguments and ``using``, how it was enqueued, the payload) and its
-    one run, written together.
+    """A run of the task of the ``@task`` function at ``path`` (made on its first enqueue)
+    carrying this call: its payload (the function, ``args``, ``kwargs`` and ``using``, how it
+    was enqueued), its ``queue`` (blank: the task's) and ``priority`` (``None``: the
+    task's). One statement (``enqueue_run``); the task's policies apply (its deadline, its
+    pause, its retries).
 
-    The run is due at ``run_after`` (a past instant: now), created by the same service as a
-    delayed run, so it is published when the surrounding transaction commits and is as
-    precise. Every field is validated as for any task (the queue among ``TASKS_QUEUES``, the
-    function importable and its arguments fitting its signature); nothing is written if one
-    is refused.
+    The run is due at ``run_after`` (a past instant: now). Due within the release horizon,
+    it is written ``queued`` and published when the surrounding transaction commits (a
+    failed publish hands it back to ``pending``, as any release does); later, beat releases
+    it in time. ``ValidationError`` names a refused field; nothing is written then.
     """
     now = timezone.now()
-    due_at, trigger = now, Trigger.MANUAL
+    due_at = now
     if run_after is not None and run_after > now:
         due_at = validation.check_run_at(run_after, now=now, field="run_after")
-        trigger = Trigger.AT
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.rsplit(".", 1)[-1])[:60].strip("-_.") or "task"
-    with transaction.atomic():
-        task = task_create(
-            id=f"{name}-{secrets.token_hex(6)}",
-            by=ENQUEUED_BY,
-            name=path[:200],
-            description="Enqueued with Django's task framework.",
-            action=ACTION,
-            payload={"task": path, "args": args, "kwargs": kwargs, "using": using},
-            queue=queue,
-            priority=priority,
-        )
-        return run_create(task=task, trigger=trigger, due_at=due_at, now=now)
+    run = Run(
+        task_id=function_task_id(path),
+        trigger=Trigger.ENQUEUE,
+        status=RunStatus.PENDING,
+        due_at=due_at,
+        scheduled_for=due_at,
+        created_at=now,
+        payload={"task": path, "args": args, "kwargs": kwargs, "using": using},
+        queue=queue,
+        priority=priority,
+    )
+    params = store.run_params(run) | {"horizon_end": now + horizon(), "path": path}
+    row = store.fetch_one("enqueue_run", params)
+    if row is None:  # the function's first enqueue (or its task was deleted)
+        function_task_create(path)
+        row = store.fetch_one("enqueue_run", params)
+        if row is None:
+            raise ValidationError({"task": [f"the task of {path} could not be written"]})
+    run.status, run.task = row[0], store.message_task(row[1:])
+    run._state.adding, run._state.db = False, "default"
+    if run.status == RunStatus.QUEUED:
+        run.queued_at = now
+        transaction.on_commit(lambda: send_queued([run], now=timezone.now()))
+    return run

@@ -25,9 +25,13 @@ def new_run(
     first_attempt_id: Any = None,
     expires_at: datetime | None = None,
     interruptions: int = 0,
+    payload: Any = None,
+    queue: str = "",
+    priority: int | None = None,
 ) -> Run:
     """An unsaved ``pending`` run of ``task`` (its deadline from ``expires_after_seconds``
-    unless given)."""
+    unless given), with its own ``payload``, ``queue`` and ``priority`` if given (unset: the
+    task's)."""
     if expires_at is None and task.expires_after_seconds:
         expires_at = due_at + timedelta(seconds=task.expires_after_seconds)
     return Run(
@@ -40,7 +44,15 @@ def new_run(
         first_attempt_id=first_attempt_id,
         expires_at=expires_at,
         interruptions=interruptions,
+        payload=payload,
+        queue=queue,
+        priority=priority,
     )
+
+
+def same_call(run: Run) -> dict[str, Any]:
+    """What a later attempt of ``run`` keeps of it: its own payload, queue and priority."""
+    return {"payload": run.payload, "queue": run.queue, "priority": run.priority}
 
 
 def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **extra: Any) -> Run:
@@ -82,6 +94,7 @@ def run_retry(*, run: Run, by: permissions.Actor = "") -> Run:
             scheduled_for=run.scheduled_for,
             attempt=latest + 1,
             first_attempt_id=first_id,
+            **same_call(run),
         )
 
 

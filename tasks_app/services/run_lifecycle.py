@@ -37,7 +37,7 @@ from ..observability.logs import run_log
 from .audit import jsonable
 from .errors import ConflictError
 from .retry_policy import retry_delay, timed_out_error
-from .run_create import run_create
+from .run_create import run_create, same_call
 from .tasks import task_pause
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
     )
     try:
         action = actions.get(task.action)
-        outcome = action.func(dict(task.payload), ctx)
+        outcome = action.func(dict(run.call_payload), ctx)
     except SoftTimeLimitExceeded:
         error = timed_out_error(task)
         return _persist(lambda: run_fail(run=run, error=error, retryable=True, executor=True))
@@ -323,6 +323,7 @@ def _finish(
                 first_attempt_id=run.first_attempt_id or run.id,
                 expires_at=run.expires_at,
                 interruptions=run.interruptions + (1 if interrupted else 0),
+                **same_call(run),
             )
         else:
             task_after_run([run.task_id], RunStatus.FAILED)

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from .. import dispatch, store
 from ..conf import app_settings
-from ..models import Run, RunStatus
+from ..models import Run, RunStatus, run_queue
 from .retry_policy import run_timeout_seconds, timed_out_error
 from .run_lifecycle import run_fail, run_interrupt, runs_expire
 
@@ -126,12 +126,14 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     """
     cutoff = now - timedelta(seconds=app_settings.REQUEUE_AFTER_SECONDS)
     lost = list(
-        Run.objects.filter(
+        Run.objects.alias(queue_name=run_queue())
+        .filter(
             status=RunStatus.QUEUED,
             queued_at__lt=cutoff,
             due_at__lt=cutoff,
-            task__queue__in=list(queues),
-        ).values_list("id", flat=True)
+            queue_name__in=list(queues),
+        )
+        .values_list("id", flat=True)
     )
     # queued -> pending is one statement wherever it happens; conditional on queued, so a
     # run claimed since it was read stays claimed.

@@ -76,6 +76,22 @@ _CLAIMED_TASK_FIELD_NAMES = {
 CLAIMED_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
     f for f in TASK_FIELDS if f.name in _CLAIMED_TASK_FIELD_NAMES
 )
+# The task's fields a run's message reads (dispatch.message_options).
+MESSAGE_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
+    f for f in TASK_FIELDS if f.name in {"id", "queue", "priority", "timeout_seconds"}
+)
+# A run enqueued by enqueue_run takes these from its task row ``t`` and the statement's
+# instants rather than from the run's parameters.
+_ENQUEUED_RUN_VALUES = {
+    "task_id": "t.id",
+    "due_at": "%(due_at)s::timestamptz",
+    "status": "CASE WHEN t.paused OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
+    "THEN 'pending' ELSE 'queued' END",
+    "queued_at": "CASE WHEN t.paused OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
+    "THEN NULL ELSE %(created_at)s::timestamptz END",
+    "created_at": "%(created_at)s::timestamptz",
+    "expires_at": "%(due_at)s::timestamptz + t.expires_after_seconds * interval '1 second'",
+}
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
 
@@ -90,6 +106,12 @@ def _expand(sql: str) -> str:
     )
     sql = sql.replace("{run_columns}", ", ".join(f'"{f.column}"' for f in RUN_FIELDS))
     sql = sql.replace("{run_values}", ", ".join(f"%({f.column})s" for f in RUN_FIELDS))
+    sql = sql.replace(
+        "{enqueued_run_values}",
+        ", ".join(_ENQUEUED_RUN_VALUES.get(f.column, f"%({f.column})s") for f in RUN_FIELDS),
+    )
+    for alias in set(re.findall(r"\{message_task_fields:(\w+)\}", sql)):
+        sql = sql.replace(f"{{message_task_fields:{alias}}}", _aliased(alias, MESSAGE_TASK_FIELDS))
     for alias in set(re.findall(r"\{run_fields:(\w+)\}", sql)):
         sql = sql.replace(f"{{run_fields:{alias}}}", _aliased(alias, RUN_FIELDS))
     for alias in set(re.findall(r"\{claimed_task_fields:(\w+)\}", sql)):
@@ -208,3 +230,9 @@ def claimed_run(row: Sequence[Any]) -> Run:
     run: Run = to_model(Run, RUN_FIELDS, row[:n])
     run.task = to_model(Task, CLAIMED_TASK_FIELDS, row[n : n + len(CLAIMED_TASK_FIELDS)])
     return run
+
+
+def message_task(values: Sequence[Any]) -> Task:
+    """The task (its ``MESSAGE_TASK_FIELDS``) from the tail of an ``enqueue_run`` row."""
+    task: Task = to_model(Task, MESSAGE_TASK_FIELDS, values)
+    return task

@@ -37,6 +37,36 @@ UPDATE tasks_app_taskstate AS s
  WHERE s.task_id = c.task_id
 RETURNING s.task_id;
 
+-- name: enqueue_run
+-- A run of the @task function whose task is %(task_id)s (action django_task, its payload
+-- naming %(path)s): inserted only if that task exists, with the task's deadline policy, and
+-- already queued when it is due within the release horizon (%(horizon_end)s) and the task is
+-- not paused, so the caller publishes it at commit without reading it back. The task's state
+-- row is written only when its status or next_run_at changes (most enqueues of a busy
+-- function change neither). No row when the task is missing; else the run's status and the
+-- task's fields a message needs (store.MESSAGE_TASK_FIELDS).
+WITH created AS (
+    INSERT INTO tasks_app_run ({run_columns})
+    SELECT {enqueued_run_values}
+      FROM tasks_app_task AS t
+     WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
+       AND t.payload->>'task' = %(path)s::text
+    RETURNING task_id, due_at, status
+), moved AS (
+    UPDATE tasks_app_taskstate AS s
+       SET status = tasks_app_status_on_create(t, s),
+           next_run_at = tasks_app_next_run_at(
+               t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at)
+      FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id
+     WHERE s.task_id = c.task_id
+       AND (s.status, s.next_run_at) IS DISTINCT FROM (
+           tasks_app_status_on_create(t, s),
+           tasks_app_next_run_at(
+               t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at))
+)
+SELECT c.status, {message_task_fields:t}
+  FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
+
 -- name: claim_run
 -- queued -> running, within the run's deadline, for an unpaused task (or a run a person
 -- asked for), when the task's overlap policy is allow or the caller has checked it under

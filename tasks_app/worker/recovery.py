@@ -43,7 +43,7 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from ..conf import app_settings
-from ..models import Run, RunStatus
+from ..models import Run, RunStatus, run_queue
 from ..services.run_recovery import (
     run_expire_overdue,
     run_fail_stalled,
@@ -201,7 +201,7 @@ def _requeue_lost(*, now: datetime) -> int:
     cutoff = now - timedelta(seconds=app_settings.REQUEUE_AFTER_SECONDS)
     queues = set(
         Run.objects.filter(status=RunStatus.QUEUED, queued_at__lt=cutoff, due_at__lt=cutoff)
-        .values_list("task__queue", flat=True)
+        .values_list(run_queue(), flat=True)
         .distinct()
     )
     # A queue with ready messages has a backlog, not a loss: its runs wait their turn.

@@ -5,6 +5,7 @@ tests/e2e/test_django_tasks.py."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -22,6 +23,7 @@ from tasks_app.django_tasks import (
     task_finished,
     task_started,
 )
+from tasks_app.django_tasks.framework import run_priority
 from tasks_app.models import Run, RunStatus, Task, Trigger
 from tests.django_tasks import functions
 from tests.stored_rows import run_set
@@ -68,17 +70,21 @@ def test_enqueue_with_run_after_stores_a_run_due_then_whose_id_is_the_result_id(
 ) -> None:
     at = timezone.now() + timedelta(minutes=5)
     result = functions.greet.using(run_after=at, priority=100).enqueue("ada", punctuation="?")
-    run = Run.objects.select_related("task").get(pk=result.id)
-    assert run.due_at == at and run.trigger == Trigger.AT and run.status == RunStatus.PENDING
+    run = Run.objects.select_related("task", "task__state").get(pk=result.id)
+    assert run.due_at == at and run.trigger == Trigger.ENQUEUE and run.status == RunStatus.PENDING
+    # The function's task: one per function, named by its path, its payload the function.
+    assert run.task.id == "tests.django_tasks.functions.greet"
     assert run.task.action == "django_task"
-    assert run.task.payload == {
+    assert run.task.payload == {"task": "tests.django_tasks.functions.greet"}
+    # The call is the run's own: its arguments, how it was enqueued, its priority.
+    assert run.payload == {
         "task": "tests.django_tasks.functions.greet",
         "args": ["ada"],
         "kwargs": {"punctuation": "?"},
         "using": {"priority": 100, "queue_name": "default", "run_after": at.isoformat()},
     }
-    assert run.task.priority == 9  # Django's 100 is our highest
-    assert run.task.queue == Task._meta.get_field("queue").get_default()  # "default" queue
+    assert run.priority == 9 and run.priority_level == 9  # Django's 100 is our highest
+    assert run.queue == "" and run.queue_name == Task._meta.get_field("queue").get_default()
     assert run.task.state.next_run_at == at  # shown like any delayed run
     assert result.status == TaskResultStatus.READY and result.enqueued_at == run.created_at
     assert result.args == ["ada"] and result.kwargs == {"punctuation": "?"}
@@ -108,7 +114,52 @@ def test_enqueue_without_run_after_is_due_now() -> None:
     before = timezone.now()
     result = functions.add.enqueue(2, 3)
     run = Run.objects.get(pk=result.id)
-    assert run.trigger == Trigger.MANUAL and before <= run.due_at <= timezone.now()
+    assert run.trigger == Trigger.ENQUEUE and before <= run.due_at <= timezone.now()
+    # Due now: written queued, published when the transaction commits (the test's never does).
+    assert run.status == RunStatus.QUEUED and run.queued_at == run.created_at
+
+
+def test_a_thousand_enqueues_of_a_function_are_one_task_and_a_thousand_runs() -> None:
+    """The task list speaks of the function across its calls; each call is a run with its
+    own arguments, and its result reads back as before."""
+    results = [functions.add.enqueue(i, i + 1) for i in range(1000)]
+    assert list(Task.objects.values_list("id", flat=True)) == ["tests.django_tasks.functions.add"]
+    runs = {str(r.id): r for r in Run.objects.all()}
+    assert len(runs) == 1000
+    for i, result in enumerate(results):
+        assert runs[result.id].payload["args"] == [i, i + 1]
+        back = functions.add.get_result(result.id)
+        assert (back.id, back.args, back.status) == (result.id, [i, i + 1], TaskResultStatus.READY)
+    task = Task.objects.select_related("state").get()
+    assert task.state.status == "pending"
+    assert task.state.next_run_at == min(r.due_at for r in runs.values())
+
+
+def test_a_larger_priority_is_never_published_below_a_smaller_one() -> None:
+    """Django: a larger priority runs sooner. 10 above the default 0 is a higher broker
+    priority (both were 5), and no larger priority maps below a smaller one."""
+    high, default = functions.add.using(priority=10).enqueue(1, 1), functions.add.enqueue(1, 1)
+    low = functions.add.using(priority=-10).enqueue(1, 1)
+    levels = {r.id: r.priority_level for r in Run.objects.select_related("task")}
+    assert levels[uuid.UUID(high.id)] > levels[uuid.UUID(default.id)] > levels[uuid.UUID(low.id)]
+    mapped = [run_priority(p) for p in range(-100, 101)]
+    assert mapped == sorted(mapped) and (mapped[0], mapped[100], mapped[-1]) == (0, 5, 9)
+
+
+def test_the_functions_task_policies_apply_to_every_call() -> None:
+    """Retries set on the function's task (as an operator would, in the admin or the API)
+    retry each call with its own arguments; a pause holds new calls."""
+    functions.over_quota.enqueue("first")  # makes the function's task
+    task = Task.objects.get()
+    services.task_update(task=task, data={"max_retries": 2, "retry_backoff_seconds": 0})
+    result = functions.over_quota.enqueue("carol")
+    retry = work(result.id)
+    assert retry.status == RunStatus.RETRYING
+    second = Run.objects.get(first_attempt_id=result.id)
+    assert second.payload["args"] == ["carol"] and second.trigger == Trigger.RETRY
+    services.task_pause(task=task)
+    held = Run.objects.get(pk=functions.over_quota.enqueue("dave").id)
+    assert held.status == RunStatus.PENDING  # not published while its function is paused
 
 
 @pytest.mark.parametrize(
