@@ -1,0 +1,104 @@
+"""Data migrations, run by ``manage.py migrate`` on a database of their own holding rows as
+the migration before them left them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+from tasks_app.conf import default_queue
+from tests import processes
+
+
+def _database_url(name: str) -> str:
+    return urlunsplit(urlsplit(processes.test_database_url())._replace(path=f"/{name}"))
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    """The URL of a new, empty database (dropped afterwards)."""
+    name = f"tasks_fold_{uuid.uuid4().hex[:10]}"
+    server = _database_url("postgres")
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield _database_url(name)
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _migrate(url: str, *target: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", *target],
+        cwd=processes.ROOT,
+        env=processes.process_env(DATABASE_URL=url),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"migrate failed:\n{done.stdout}\n{done.stderr}"
+
+
+# Tasks and runs as enqueues wrote them before a function had one task: a task per call
+# (created by "django.tasks"), its payload the call, and its one run; written by the models
+# as they are at 0024, which hold the same columns.
+ONE_OFFS = """
+from datetime import timedelta
+from django.utils import timezone
+from tasks_app.models import Run, Task, TaskAuditEntry
+due = timezone.now() + timedelta(hours=1)
+for task_id, path, args, queue, priority, run_id in CALLS:
+    task = Task.objects.create(
+        id=task_id, name=path, action="django_task", queue=queue, priority=priority,
+        payload={"task": path, "args": args, "kwargs": {}},
+    )
+    TaskAuditEntry.objects.create(task_id=task_id, by="django.tasks", event="created")
+    Run.objects.create(id=run_id, task=task, trigger="at", due_at=due, scheduled_for=due)
+Task.objects.filter(pk="thumbnail-777777").update(schedule_type="cron", cron="0 3 * * *")
+"""
+
+
+def test_one_off_tasks_of_enqueues_fold_into_their_functions_task(database: str) -> None:
+    _migrate(database, "tasks_app", "0024")
+    path = "myapp.tasks.send_welcome_email"
+    first, second, other = (str(uuid.uuid4()) for _ in range(3))
+    calls = [
+        ("send_welcome_email-0a1b2c", path, [1], default_queue(), 5, first),
+        ("send_welcome_email-3d4e5f", path, [2], "mail", 9, second),
+        # A task with a schedule is a person's, whoever created it: not folded.
+        ("thumbnail-777777", "myapp.tasks.thumbnail", ["a.png"], default_queue(), 5, other),
+    ]
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", f"CALLS = {calls!r}\n{ONE_OFFS}"],
+        cwd=processes.ROOT,
+        env=processes.process_env(DATABASE_URL=database),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    _migrate(database)
+    with psycopg.connect(database) as conn:
+        tasks = dict(conn.execute("SELECT id, payload FROM tasks_app_task ORDER BY id").fetchall())
+        runs = {
+            str(r[0]): r[1:]
+            for r in conn.execute(
+                "SELECT id, task_id, payload, queue, priority, status FROM tasks_app_run"
+            ).fetchall()
+        }
+        state = conn.execute(
+            "SELECT status, next_run_at FROM tasks_app_taskstate WHERE task_id = %s", [path]
+        ).fetchone()
+    assert tasks[path] == {"task": path}
+    assert "send_welcome_email-0a1b2c" not in tasks and "send_welcome_email-3d4e5f" not in tasks
+    assert runs[first] == (path, {"task": path, "args": [1], "kwargs": {}}, "", None, "pending")
+    assert runs[second] == (path, {"task": path, "args": [2], "kwargs": {}}, "mail", 9, "pending")
+    assert runs[other][0] == "thumbnail-777777"
+    assert state is not None and state[0] == "pending" and state[1] is not None
