@@ -25,6 +25,15 @@ definition states the whole task. ``manage.py tasks sync`` checks every definiti
 API's rules before it writes anything, then creates, updates and removes tasks to match the
 list, in one transaction (``--plan`` shows the difference, ``--check`` exits 1 while there
 is one). See ``tasks_app.services.schedules_sync``.
+
+A ``@task`` function's policies are declared beside them, with no schedule: its calls are
+its runs, and ``function_policy`` names the function's task for you::
+
+    from myapp.tasks import send_welcome_email
+
+    SCHEDULES = [
+        function_policy(send_welcome_email, max_retries=3, retry_backoff_seconds=30),
+    ]
 """
 
 from __future__ import annotations
@@ -43,3 +52,16 @@ class Schedule:
     def __init__(self, id: str, /, **fields: Any) -> None:
         object.__setattr__(self, "id", id)
         object.__setattr__(self, "fields", dict(fields))
+
+
+def function_policy(function: Any, /, **fields: Any) -> Schedule:
+    """The task of the ``@task`` ``function`` (or its dotted path), the one its enqueues
+    run under, with these policies (``max_retries``, ``retry_backoff_seconds``,
+    ``timeout_seconds``, ``expires_after_seconds``, ``overlap_policy``, ``queue``,
+    ``priority``, ``pause_after_failures``, ...). Declared, it is read-only elsewhere; the
+    function must be one ``TASKS_DJANGO_TASKS`` admits, as for any declared ``django_task``."""
+    from .services.django_task import ACTION, function_task_id
+
+    path = function if isinstance(function, str) else function.module_path
+    fields.setdefault("name", path[:200])
+    return Schedule(function_task_id(path), action=ACTION, payload={"task": path}, **fields)

@@ -45,5 +45,14 @@ def which_attempt(context: object) -> int:
     return int(context.attempt)  # type: ignore[attr-defined]
 
 
+@task(takes_context=True)
+def flaky(context: object, succeed_on: int) -> int:
+    """Fails until its ``succeed_on``-th attempt."""
+    attempt = int(context.attempt)  # type: ignore[attr-defined]
+    if attempt < succeed_on:
+        raise QuotaExceeded(f"attempt {attempt} of {succeed_on}")
+    return attempt
+
+
 def not_a_task() -> None:
     """A plain function: not a @task, refused as one."""

@@ -112,6 +112,26 @@ def test_a_task_raising_system_exit_is_one_failed_attempt_naming_it(worker: obje
     assert Run.objects.filter(task=Run.objects.get(pk=result.id).task).count() == 1
 
 
+def test_a_function_declared_with_two_retries_fails_twice_then_succeeds(worker: object) -> None:
+    """Policies of a @task function declared in code (``function_policy`` in a schedules
+    module, applied by ``tasks sync``): each call retries with backoff under its own id."""
+    services.schedules_sync("tests.django_tasks.schedules")
+    result = functions.flaky.enqueue(3)
+    done = wait_until(lambda: finished(functions.flaky, result.id), timeout=30, message="flaky")
+    assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == 3
+    assert done.attempts == 3 and len(done.worker_ids) == 3
+    assert [e.exception_class_path for e in done.errors] == [
+        "tests.django_tasks.functions.QuotaExceeded"
+    ] * 2
+    attempts = Run.objects.filter(pk=result.id) | Run.objects.filter(first_attempt_id=result.id)
+    starts = sorted(r.started_at for r in attempts)
+    gaps = [(b - a).total_seconds() for a, b in zip(starts, starts[1:], strict=False)]
+    # Backoff 1 s doubling, with jitter on its upper half: at least 0.5 s, then 1 s.
+    assert gaps[0] >= 0.5 and gaps[1] >= 1.0, gaps
+    task = Run.objects.get(pk=result.id).task
+    assert task.declared_in == "tests.django_tasks.schedules" and task.max_retries == 2
+
+
 def test_run_after_is_as_precise_as_a_delayed_run(worker: object) -> None:
     """20 of each, interleaved, due 2 s after their enqueue: the median lateness of
     ``run_after`` stays in line with the delayed runs' (the same path)."""

@@ -255,3 +255,16 @@ def test_unknown_ids_and_runs_of_other_actions_are_not_results() -> None:
     run = services.task_execute(task=task)
     with pytest.raises(TaskResultDoesNotExist, match="runs action 'echo', not a @task"):
         functions.add.get_result(str(run.id))
+
+
+def test_a_policy_declared_in_code_takes_over_the_functions_task_and_is_read_only() -> None:
+    """The function's task, made by its first enqueue, takes the policies declared for it
+    (``function_policy``) and keeps its runs; declared, it refuses an edit."""
+    earlier = functions.flaky.enqueue(1)
+    services.schedules_sync("tests.django_tasks.schedules")
+    task = Task.objects.get(pk="tests.django_tasks.functions.flaky")
+    assert (task.max_retries, task.retry_backoff_seconds) == (2, 1)
+    assert task.declared_in == "tests.django_tasks.schedules"
+    assert Run.objects.get(pk=earlier.id).task_id == task.id
+    with pytest.raises(services.ConflictError, match="is declared in tests.django_tasks.schedules"):
+        services.task_update(task=task, data={"max_retries": 5})
