@@ -107,10 +107,24 @@ class RunOutputSerializer(serializers.Serializer):
     lateness_ms = serializers.FloatField(allow_null=True, help_text="started_at - due_at, in ms")
     duration_ms = serializers.IntegerField(allow_null=True)
     worker = serializers.CharField()
+    payload = serializers.SerializerMethodField(
+        help_text="This run's own payload (a call enqueued from code, a run now with other "
+        "arguments), secret fields masked; null: it runs with its task's."
+    )
+    queue = serializers.CharField(source="queue_name", help_text="Its own, or its task's.")
+    priority = serializers.IntegerField(
+        source="priority_level", help_text="0 (last) to 9 (first): its own, or its task's."
+    )
     output = serializers.CharField(help_text="At most 64 KiB; see 'truncated'.")
     truncated = serializers.BooleanField()
     error = serializers.CharField(help_text="Message and traceback of a failed attempt.")
     result = serializers.JSONField(allow_null=True)
+
+    @extend_schema_field({"type": "object", "nullable": True, "additionalProperties": True})
+    def get_payload(self, run: Run) -> Any:
+        if run.payload is None:
+            return None
+        return secret_fields.payload_masked(run.task.action, run.payload)
 
 
 class RunAttemptSerializer(serializers.Serializer):

@@ -54,6 +54,7 @@ from .serializers import (
     EmptySerializer,
     HealthSerializer,
     PauseSerializer,
+    RunNowSerializer,
     PreviewQuerySerializer,
     PreviewSerializer,
     RunFilterSerializer,
@@ -348,13 +349,24 @@ class TaskExecuteView(ApiView):
 
     @extend_schema(
         operation_id="tasks_execute",
-        summary="Run the task now",
-        request=None,
-        responses={202: RunOutputSerializer, **errors(404)},
+        summary="Run the task now, with its payload or another",
+        request=RunNowSerializer,
+        examples=[
+            OpenApiExample("With the task's payload", value={}, request_only=True),
+            OpenApiExample(
+                "A @task function with other arguments",
+                value={"payload": {"task": "myapp.tasks.send_welcome_email", "args": [42]}},
+                request_only=True,
+            ),
+        ],
+        responses={202: RunOutputSerializer, **errors(*BODY_ERRORS, 404)},
     )
     def post(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
-        run = services.task_execute(task=task, trigger=Trigger.API, by=self.by)
+        body = self.body(RunNowSerializer)
+        run = services.task_execute(
+            task=task, trigger=Trigger.API, by=self.by, payload=body.get("payload")
+        )
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 

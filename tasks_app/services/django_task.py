@@ -13,13 +13,11 @@ from django.utils import timezone
 
 from .. import store, validation
 from ..models import Run, RunStatus, Task, Trigger, task_id_validator
-from .django_task_paths import ENQUEUED_BY
+from .django_task_paths import ACTION, ENQUEUED_BY
 from .errors import ConflictError
 from .run_release import horizon, send_queued
 from .tasks import task_create
 
-# The action that calls a @task function inside a run (tasks_app/django_tasks/action.py).
-ACTION = "django_task"
 _ID_LENGTH = Task._meta.get_field("id").max_length or 100
 
 

@@ -25,6 +25,8 @@ from ..conf import app_settings
 from ..models import TaskAuditEntry
 
 SETTING = "TASKS_DJANGO_TASKS"
+# The action that calls a @task function inside a run (tasks_app/django_tasks/action.py).
+ACTION = "django_task"
 # Who the audit trail names as the creator of the tasks enqueues write
 # (``services.django_task.django_task_enqueue``).
 ENQUEUED_BY = "django.tasks"

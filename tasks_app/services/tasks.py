@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import secrets
 from datetime import datetime, timedelta
@@ -28,7 +29,13 @@ from .errors import ConflictError
 from .run_create import new_run, run_create
 from .run_release import publish_runs, release_due_runs
 from .schedule_sync import fires_ahead_drop, sync_periodic_task, sync_schedule
-from .task_rules import check_expiry, check_runnable, stored_schedule_of, task_check
+from .task_rules import (
+    check_expiry,
+    check_runnable,
+    stored_schedule_of,
+    task_check,
+    validate_task,
+)
 
 Actor = permissions.Actor
 
@@ -317,12 +324,45 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "")
     return runs
 
 
-def task_execute(*, task: Task, trigger: str = Trigger.MANUAL, by: Actor = "") -> Run:
-    """Run the task now, with its own queue, priority, timeout and retry settings."""
+def task_execute(
+    *, task: Task, trigger: str = Trigger.MANUAL, by: Actor = "", payload: Any = None
+) -> Run:
+    """Run the task now, with its own queue, priority, timeout and retry settings, and with
+    ``payload`` instead of its own if given (:func:`run_payload`)."""
     permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
+    own = None if payload is None else run_payload(task, payload)
     now = timezone.now()
-    return run_create(task=task, trigger=trigger, due_at=now, now=now)
+    return run_create(task=task, trigger=trigger, due_at=now, now=now, payload=own)
+
+
+def run_payload(task: Task, payload: Any) -> dict[str, Any]:
+    """A run's own ``payload`` that a person gives ("run now with..."), checked as the
+    task's payload would be when saved (the action's schema and checks, what JSON and
+    Postgres store); a masked secret field takes the task's value, where the origin it is
+    bound to is unchanged (``secret_fields``). ``ValidationError`` on field ``payload``.
+
+    Calling the task's own ``@task`` function with other arguments chooses no new code:
+    ``TASKS_DJANGO_TASKS`` is asked only when the payload names another function."""
+    if not isinstance(payload, dict):
+        raise ValidationError({"payload": ["must be a JSON object"]})
+    candidate = copy.copy(task)
+    candidate.payload = secret_fields.payload_merged(
+        task.action, payload, stored_action=task.action, stored=task.payload
+    )
+    same_function = task.action == django_task_paths.ACTION and payload.get(
+        "task"
+    ) == task.payload.get("task")
+    with django_task_paths.saved_by(django_task_paths.ENQUEUED_BY if same_function else ""):
+        errors = validation.storable_errors(candidate)
+        if not errors:
+            try:
+                validate_task(candidate, stored=(task.run_at, task.schedule_type))
+            except ValidationError as exc:
+                errors = exc.message_dict
+    if errors:
+        raise ValidationError({"payload": errors.get("payload") or sum(errors.values(), [])})
+    return dict(candidate.payload)
 
 
 def task_schedule_once(

@@ -237,3 +237,16 @@ def test_keep_runs_options_set_the_tasks_own_retention(db) -> None:
     assert (created["keep_runs_days"], created["keep_runs_count"]) == (7, 50)
     with pytest.raises(CommandError, match="keep_runs_days"):
         call_command("tasks", "update", "kept", "--keep-runs-days", "0")
+
+
+@pytest.mark.django_db
+def test_execute_with_a_payload_runs_with_it_and_show_prints_it() -> None:
+    services.task_create(id="hello", action="echo", payload={"message": "hi"})
+    run = tasks("execute", "hello", "--payload", '{"message": "other"}')
+    assert run["payload"] == {"message": "other"}  # type: ignore[index]
+    shown = tasks_text("show", run["id"])  # type: ignore[index]
+    assert re.search(r'^payload +\{"message": "other"\}$', shown, re.MULTILINE), shown
+    assert Run.objects.get(pk=run["id"]).call_payload == {"message": "other"}  # type: ignore[index]
+    with pytest.raises(CommandError, match="payload: does not fit action 'echo'"):
+        tasks("execute", "hello", "--payload", '{"nope": 1}')
+    assert Run.objects.count() == 1
