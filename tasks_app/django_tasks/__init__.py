@@ -32,7 +32,7 @@ Modules: ``framework`` (the framework's names on either Django; pure checks), ``
 ``django_task`` action, which sends ``task_started`` and ``task_finished``).
 """
 
-from .backend import CeleryRunBackend
+from .backend import CeleryRunBackend, enqueue_many
 from .framework import (
     InvalidTask,
     Task,
@@ -51,6 +51,7 @@ __all__ = [
     "TaskResult",
     "TaskResultDoesNotExist",
     "TaskResultStatus",
+    "enqueue_many",
     "task_enqueued",
     "task_finished",
     "task_started",

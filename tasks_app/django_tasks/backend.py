@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from ..models import Run
-from ..services.django_task import ACTION, django_task_enqueue
+from ..services.django_task import ACTION, django_task_enqueue, django_task_enqueue_many
 from ..validation import check_run_at, configured_queues
 from .framework import (
     DEFAULT_TASK_PRIORITY,
@@ -63,36 +63,32 @@ class CeleryRunBackend(BaseTaskBackend):
         when the surrounding transaction commits. ``TypeError`` for arguments that would
         not survive JSON or do not fit the function's signature; nothing is written then."""
         self.validate_task(task)
-        args, kwargs = list(args), dict(kwargs)
-        found = json_problem(args, "args") or json_problem(kwargs, "kwargs")
-        if found is not None:
-            raise TypeError(f"{task.module_path}: {found}; task arguments must survive JSON")
-        if (wrong := call_problem(task, args, kwargs)) is not None:
-            raise TypeError(wrong)
-        # Django's defaults leave the choice to the function's task (its queue and priority,
-        # which an operator may set); any other is this call's own.
-        queue = "" if task.queue_name == DEFAULT_TASK_QUEUE_NAME else task.queue_name
+        args, kwargs = _call(task, args, kwargs)
         try:
-            run = django_task_enqueue(
-                path=task.module_path,
-                args=to_json(args),
-                kwargs=to_json(kwargs),
-                queue=queue,
-                priority=None
-                if task.priority == DEFAULT_TASK_PRIORITY
-                else run_priority(task.priority),
-                run_after=task.run_after,
-                using={
-                    "priority": task.priority,
-                    "queue_name": task.queue_name,
-                    "run_after": task.run_after and task.run_after.isoformat(),
-                },
-            )
+            run = django_task_enqueue(path=task.module_path, args=args, kwargs=kwargs, **_how(task))
         except ValidationError as exc:
             raise InvalidTask(_one_line(exc)) from exc
         result = enqueued_result(run, task=task, backend=self.alias)
         task_enqueued.send(type(self), task_result=result)
         return result
+
+    def enqueue_many(
+        self, task: Any, calls: Iterable[tuple[Iterable[Any], Mapping[str, Any]]]
+    ) -> list[Any]:
+        """One run of ``task`` per ``(args, kwargs)`` of ``calls``, written in one statement
+        and published in one batch when the surrounding transaction commits; their
+        ``TaskResult``s in the order of ``calls``. Each call is checked as :meth:`enqueue`
+        checks one, all before any is written: one refused call writes none."""
+        self.validate_task(task)
+        checked = [_call(task, args, kwargs) for args, kwargs in calls]
+        try:
+            runs = django_task_enqueue_many(path=task.module_path, calls=checked, **_how(task))
+        except ValidationError as exc:
+            raise InvalidTask(_one_line(exc)) from exc
+        results = [enqueued_result(run, task=task, backend=self.alias) for run in runs]
+        for result in results:
+            task_enqueued.send(type(self), task_result=result)
+        return results
 
     def get_result(self, result_id: str) -> Any:
         """The run ``result_id`` and its later attempts as a ``TaskResult``;
@@ -113,6 +109,50 @@ class CeleryRunBackend(BaseTaskBackend):
         except ValueError as exc:
             raise TaskResultDoesNotExist(f"run {result_id}: {exc}") from exc
         return task_result(run, task=task, backend=self.alias, result_id=str(result_id))
+
+
+def _call(
+    task: Any, args: Iterable[Any], kwargs: Mapping[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """``args`` and ``kwargs`` as stored (JSON), once they survive JSON and fit the
+    function's signature (``TypeError`` naming the argument or the mismatch)."""
+    args, kwargs = list(args), dict(kwargs)
+    found = json_problem(args, "args") or json_problem(kwargs, "kwargs")
+    if found is not None:
+        raise TypeError(f"{task.module_path}: {found}; task arguments must survive JSON")
+    if (wrong := call_problem(task, args, kwargs)) is not None:
+        raise TypeError(wrong)
+    return to_json(args), to_json(kwargs)
+
+
+def _how(task: Any) -> dict[str, Any]:
+    """How ``task`` is enqueued: Django's default queue and priority leave the choice to the
+    function's task (an operator may set them there); any other is the call's own."""
+    default_priority = task.priority == DEFAULT_TASK_PRIORITY
+    return {
+        "queue": "" if task.queue_name == DEFAULT_TASK_QUEUE_NAME else task.queue_name,
+        "priority": None if default_priority else run_priority(task.priority),
+        "run_after": task.run_after,
+        "using": {
+            "priority": task.priority,
+            "queue_name": task.queue_name,
+            "run_after": task.run_after and task.run_after.isoformat(),
+        },
+    }
+
+
+def enqueue_many(task: Any, calls: Iterable[tuple[Iterable[Any], Mapping[str, Any]]]) -> list[Any]:
+    """``task.enqueue(*args, **kwargs)`` for each ``(args, kwargs)`` of ``calls``, in one
+    statement and one published batch, through ``task``'s backend (``CeleryRunBackend``)::
+
+        enqueue_many(send_welcome_email, [((user.id,), {}) for user in new_users])
+    """
+    backend = task.get_backend()
+    if not isinstance(backend, CeleryRunBackend):
+        raise InvalidTask(
+            f"enqueue_many needs a CeleryRunBackend; {task.backend!r} is {type(backend).__name__}"
+        )
+    return backend.enqueue_many(task, calls)
 
 
 def _one_line(exc: ValidationError) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from .. import store, validation
 from ..models import Run, RunStatus, Task, Trigger, task_id_validator
@@ -80,31 +81,89 @@ def django_task_enqueue(
     failed publish hands it back to ``pending``, as any release does); later, beat releases
     it in time. ``ValidationError`` names a refused field; nothing is written then.
     """
+    (run,) = _write(
+        "enqueue_run",
+        path=path,
+        calls=[(args, kwargs)],
+        queue=queue,
+        priority=priority,
+        run_after=run_after,
+        using=using,
+    )
+    return run
+
+
+def django_task_enqueue_many(
+    *,
+    path: str,
+    calls: list[tuple[list[Any], dict[str, Any]]],
+    queue: str,
+    priority: int | None,
+    run_after: datetime | None,
+    using: dict[str, Any],
+) -> list[Run]:
+    """One run per ``(args, kwargs)`` of ``calls``, as :func:`django_task_enqueue` writes
+    one, in one statement (``enqueue_runs``), published together (one batch of confirms)
+    when the surrounding transaction commits."""
+    if not calls:
+        return []
+    return _write(
+        "enqueue_runs",
+        path=path,
+        calls=calls,
+        queue=queue,
+        priority=priority,
+        run_after=run_after,
+        using=using,
+    )
+
+
+def _write(
+    statement: str,
+    *,
+    path: str,
+    calls: list[tuple[list[Any], dict[str, Any]]],
+    queue: str,
+    priority: int | None,
+    run_after: datetime | None,
+    using: dict[str, Any],
+) -> list[Run]:
     now = timezone.now()
     due_at = now
     if run_after is not None and run_after > now:
         due_at = validation.check_run_at(run_after, now=now, field="run_after")
-    run = Run(
-        task_id=function_task_id(path),
-        trigger=Trigger.ENQUEUE,
-        status=RunStatus.PENDING,
-        due_at=due_at,
-        scheduled_for=due_at,
-        created_at=now,
-        payload={"task": path, "args": args, "kwargs": kwargs, "using": using},
-        queue=queue,
-        priority=priority,
-    )
-    params = store.run_params(run) | {"horizon_end": now + horizon(), "path": path}
-    row = store.fetch_one("enqueue_run", params)
+    runs = [
+        Run(
+            task_id=function_task_id(path),
+            trigger=Trigger.ENQUEUE,
+            status=RunStatus.PENDING,
+            due_at=due_at,
+            scheduled_for=due_at,
+            created_at=now,
+            payload={"task": path, "args": args, "kwargs": kwargs, "using": using},
+            queue=queue,
+            priority=priority,
+        )
+        for args, kwargs in calls
+    ]
+    params = store.run_params(runs[0]) | {"horizon_end": now + horizon(), "path": path}
+    if statement == "enqueue_runs":
+        params["ids"] = [r.id for r in runs]
+        params["payloads"] = Jsonb([r.payload for r in runs])
+    row = store.fetch_one(statement, params)
     if row is None:  # the function's first enqueue (or its task was deleted)
         function_task_create(path)
-        row = store.fetch_one("enqueue_run", params)
+        row = store.fetch_one(statement, params)
         if row is None:
             raise ValidationError({"task": [f"the task of {path} could not be written"]})
-    run.status, run.task = row[0], store.message_task(row[1:])
-    run._state.adding, run._state.db = False, "default"
-    if run.status == RunStatus.QUEUED:
-        run.queued_at = now
-        transaction.on_commit(lambda: send_queued([run], now=timezone.now()))
-    return run
+    if statement == "enqueue_runs":
+        row = row[1:]  # after the count
+    status, task = row[0], store.message_task(row[1:])
+    for run in runs:
+        run.status, run.task = status, task
+        run._state.adding, run._state.db = False, "default"
+    if status == RunStatus.QUEUED:
+        for run in runs:
+            run.queued_at = now
+        transaction.on_commit(lambda: send_queued(runs, now=timezone.now()))
+    return runs

@@ -110,6 +110,11 @@ def _expand(sql: str) -> str:
         "{enqueued_run_values}",
         ", ".join(_ENQUEUED_RUN_VALUES.get(f.column, f"%({f.column})s") for f in RUN_FIELDS),
     )
+    batch = _ENQUEUED_RUN_VALUES | {"id": "i.id", "payload": "p.payload"}
+    sql = sql.replace(
+        "{enqueued_batch_values}",
+        ", ".join(batch.get(f.column, f"%({f.column})s") for f in RUN_FIELDS),
+    )
     for alias in set(re.findall(r"\{message_task_fields:(\w+)\}", sql)):
         sql = sql.replace(f"{{message_task_fields:{alias}}}", _aliased(alias, MESSAGE_TASK_FIELDS))
     for alias in set(re.findall(r"\{run_fields:(\w+)\}", sql)):

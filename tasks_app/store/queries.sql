@@ -67,6 +67,39 @@ WITH created AS (
 SELECT c.status, {message_task_fields:t}
   FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
 
+-- name: enqueue_runs
+-- Runs of one @task function's task (as enqueue_run), one per element of %(ids)s and
+-- %(payloads)s (a JSON array, in the same order), due together: one statement for a batch.
+-- Returns how many were inserted, their status and the task's message fields (no row when
+-- the task is missing).
+WITH created AS (
+    INSERT INTO tasks_app_run ({run_columns})
+    SELECT {enqueued_batch_values}
+      FROM tasks_app_task AS t,
+           unnest(%(ids)s::uuid[]) WITH ORDINALITY AS i(id, n)
+           JOIN jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS p(payload, n)
+           USING (n)
+     WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
+       AND t.payload->>'task' = %(path)s::text
+    RETURNING task_id, due_at, status
+), arrived AS (
+    SELECT task_id, min(due_at) AS due_at, min(status) AS status, count(*) AS n
+      FROM created GROUP BY task_id
+), moved AS (
+    UPDATE tasks_app_taskstate AS s
+       SET status = tasks_app_status_on_create(t, s),
+           next_run_at = tasks_app_next_run_at(
+               t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at)
+      FROM arrived AS c JOIN tasks_app_task AS t ON t.id = c.task_id
+     WHERE s.task_id = c.task_id
+       AND (s.status, s.next_run_at) IS DISTINCT FROM (
+           tasks_app_status_on_create(t, s),
+           tasks_app_next_run_at(
+               t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at))
+)
+SELECT c.n, c.status, {message_task_fields:t}
+  FROM arrived AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
+
 -- name: claim_run
 -- queued -> running, within the run's deadline, for an unpaused task (or a run a person
 -- asked for), when the task's overlap policy is allow or the caller has checked it under

@@ -4,19 +4,23 @@ read back with ``get_result`` and through the API under the same id."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import subprocess
 import sys
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
+from django.db import connections
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app import services
-from tasks_app.django_tasks import TaskResultStatus
+from tasks_app.django_tasks import TaskResultStatus, enqueue_many
 from tasks_app.models import Run, RunStatus
 from tasks_app.tokens import token_create
 from tests.django_tasks import functions
@@ -130,6 +134,27 @@ def test_a_function_declared_with_two_retries_fails_twice_then_succeeds(worker: 
     assert gaps[0] >= 0.5 and gaps[1] >= 1.0, gaps
     task = Run.objects.get(pk=result.id).task
     assert task.declared_in == "tests.django_tasks.schedules" and task.max_retries == 2
+
+
+async def aenqueue_and_close(task: Any, *args: Any) -> Any:
+    """``task.aenqueue(*args)``, then the database connection of the thread it ran in
+    closed (a test's database is dropped at the end, with no session left on it)."""
+    result = await task.aenqueue(*args)
+    await sync_to_async(connections.close_all)()
+    return result
+
+
+def test_a_batch_and_an_async_enqueue_all_run_on_a_real_worker(worker: object) -> None:
+    results = enqueue_many(functions.add, [((i, i), {}) for i in range(50)])
+    results.append(asyncio.run(aenqueue_and_close(functions.add, 100, 1)))
+    every = Run.objects.filter(pk__in=[r.id for r in results])
+    wait_until(
+        lambda: every.filter(status=RunStatus.COMPLETED).count() == 51,
+        timeout=30,
+        message="the 51 runs",
+    )
+    sums = [functions.add.get_result(r.id).return_value["sum"] for r in results]
+    assert sums == [2 * i for i in range(50)] + [101]
 
 
 def test_run_after_is_as_precise_as_a_delayed_run(worker: object) -> None:

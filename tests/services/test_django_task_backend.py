@@ -19,6 +19,7 @@ from tasks_app.django_tasks import (
     InvalidTask,
     TaskResultDoesNotExist,
     TaskResultStatus,
+    enqueue_many,
     task_enqueued,
     task_finished,
     task_started,
@@ -268,3 +269,28 @@ def test_a_policy_declared_in_code_takes_over_the_functions_task_and_is_read_onl
     assert Run.objects.get(pk=earlier.id).task_id == task.id
     with pytest.raises(services.ConflictError, match="is declared in tests.django_tasks.schedules"):
         services.task_update(task=task, data={"max_retries": 5})
+
+
+def test_enqueue_many_writes_a_batch_of_runs_of_the_functions_task(signals: list) -> None:
+    results = enqueue_many(functions.add, [((i, 1), {}) for i in range(500)])
+    assert [r.args for r in results] == [[i, 1] for i in range(500)]
+    runs = {str(r.id): r for r in Run.objects.all()}
+    assert set(runs) == {r.id for r in results}
+    assert all(r.task_id == "tests.django_tasks.functions.add" for r in runs.values())
+    assert all(r.status == RunStatus.QUEUED and r.trigger == Trigger.ENQUEUE for r in runs.values())
+    assert functions.add.get_result(results[7].id).args == [7, 1]
+    assert len(signals) == 500 and Task.objects.count() == 1
+    later = functions.add.using(run_after=timezone.now() + timedelta(hours=1), priority=30)
+    (held,) = enqueue_many(later, [((1, 2), {})])
+    run = Run.objects.select_related("task__state").get(pk=held.id)
+    assert run.status == RunStatus.PENDING and run.priority == 7
+    assert run.task.state.next_run_at < run.due_at  # the batch due now comes first
+
+
+def test_enqueue_many_checks_every_call_before_writing_any() -> None:
+    with pytest.raises(TypeError, match=r"args\[0\]: a value of type datetime"):
+        enqueue_many(functions.add, [((1, 2), {}), ((timezone.now(), 1), {})])
+    with pytest.raises(TypeError, match="missing a required argument"):
+        enqueue_many(functions.add, [((1,), {})])
+    assert not Run.objects.exists() and not Task.objects.exists()
+    assert enqueue_many(functions.add, []) == []
