@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django_celery_results.models import TaskResult
 
-from .. import permissions, selectors, services
+from .. import permissions, secret_fields, selectors, services
 from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
@@ -71,6 +72,8 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
         "status_badge",
         "outcome",
         "trigger",
+        "call",
+        "queue_and_priority",
         "attempt",
         "attempts",
         "interruptions",
@@ -205,6 +208,19 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
         return format_html(
             "<pre class='tasks-output'>{}</pre>{}", run.output or "(no output)", note
         )
+
+    @admin.display(description="payload")
+    def call(self, run: Run) -> SafeString:
+        """The run's own payload (a call enqueued from code, a run now with other arguments),
+        secret fields masked; else it runs with its task's."""
+        if run.payload is None:
+            return format_html("<span class='tasks-muted'>{}</span>", "the task's")
+        shown = secret_fields.payload_masked(run.task.action, run.payload)
+        return format_html("<pre class='tasks-output'>{}</pre>", json.dumps(shown, indent=2))
+
+    @admin.display(description="queue / priority")
+    def queue_and_priority(self, run: Run) -> str:
+        return f"{run.queue_name} / {run.priority_level}"
 
     @admin.display(description="error and traceback")
     def error_block(self, run: Run) -> SafeString:

@@ -206,3 +206,14 @@ def test_a_run_that_ends_while_its_page_is_read_shows_as_it_ended(operator, monk
     status = page.split("field-status_badge", 1)[1].split("field-outcome", 1)[0]
     assert "tasks-completed" in status and "tasks-pending" not in status
     assert 'id="btn-cancel"' not in page and 'id="btn-retry"' not in page
+
+
+def test_a_run_with_its_own_payload_shows_it_masked_and_its_queue_and_priority(operator) -> None:
+    task = services.task_create(id="hello", action="echo", payload={"message": "hi"})
+    own = services.task_execute(task=task, payload={"message": "just this once"})
+    page = operator.get(reverse("admin:tasks_app_run_change", args=[own.pk])).content.decode()
+    assert "just this once" in page
+    assert f"{task.queue} / {task.priority}" in page
+    plain = services.task_execute(task=task)
+    page = operator.get(reverse("admin:tasks_app_run_change", args=[plain.pk])).content.decode()
+    assert "the task&#x27;s" in page and "just this once" not in page
