@@ -17,15 +17,17 @@ backport provides the same API as ``django_tasks``. Both are imported in one pla
     result = send_welcome_email.using(run_after=in_an_hour).enqueue(42)
     send_welcome_email.get_result(result.id).status   # READY, RUNNING, SUCCESSFUL, FAILED
 
-Each enqueue becomes a task of its own (action ``django_task``, its payload the function's
-dotted path, ``args`` and ``kwargs``) with one run, created by the same service as a delayed
-run, so it has the whole lifecycle: pages in the admin, ``GET /api/runs/{id}``,
-``tasks runs``, retries if the task is given some, expiry, metrics. The ``TaskResult`` id
-**is** the run's id. ``run_after`` makes the run due at that instant (a time in the past:
-due now); ``priority`` (-100..100) maps onto ours (0..9, ``framework.run_priority``);
-``queue_name`` is one of ``TASKS_QUEUES`` (Django's ``"default"`` is the default queue).
-Arguments and return values must survive JSON; other arguments are refused at enqueue with
-a ``TypeError`` naming the argument.
+Each ``@task`` function has one task (named by its dotted path, action ``django_task``),
+made on its first enqueue; each enqueue is a run of it carrying the call (its arguments,
+queue and priority), written in one statement and published when the surrounding
+transaction commits, so it has the whole lifecycle: pages in the admin, ``GET
+/api/runs/{id}``, ``tasks runs``, the function's retries, expiry and pause, metrics. The
+``TaskResult`` id **is** the run's id. ``run_after`` makes the run due at that instant (a
+time in the past: due now); ``priority`` (-100..100) maps order-preserving onto ours (0..9,
+``framework.run_priority``); ``queue_name`` is one of ``TASKS_QUEUES`` (Django's
+``"default"`` is the function's task's queue). ``enqueue_many(task, calls)`` writes a batch
+in one statement. Arguments and return values must survive JSON; other arguments are
+refused at enqueue with a ``TypeError`` naming the argument.
 
 Modules: ``framework`` (the framework's names on either Django; pure checks), ``results``
 (a run as a ``TaskResult``), ``backend`` (``CeleryRunBackend``), ``action`` (the
