@@ -110,3 +110,10 @@ help:
 	@echo "make clean            remove var/, staticfiles/ and tool caches; clean-all: also .venv*"
 	@echo "PYTHON=python3.12     build .venv with another interpreter ($(SUPPORTED_PYTHONS))"
 	@echo "DJANGO='Django>=6.0,<6.1'  install that Django (6.0 needs Python >= 3.12)"
+
+# The enqueue scenario's anchors (django-tasks-db, django-ox), each in a virtualenv of its own
+# under $(VAR)/bench-anchors/ built from PyPI (bench/anchors/requirements-*.txt), never in
+# pyproject.toml; `make bench BENCH_ARGS=enqueue` builds them on first use too.
+.PHONY: bench-anchors
+bench-anchors:
+	TASKS_VAR_DIR=$(VAR) $(PYTHON) bench/anchors/venvs.py
