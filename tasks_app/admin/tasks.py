@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,17 @@ def _run_now_state(run: Run) -> SafeString:
 def _field_errors(exc: ValidationError) -> str:
     """``note: must be at most 2,000 characters``: each message after the field it names."""
     return "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
+
+
+def _posted_payload(request: HttpRequest) -> Any:
+    """The payload of "Run now with…" (``None``: the plain Run now button)."""
+    text = request.POST.get("payload")
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValidationError({"payload": [f"not JSON: {exc}"]}) from None
 
 
 @admin.register(Task)
@@ -256,6 +268,9 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
         )
         context["zone_names"] = sorted(scheduling._zone_names())
         context["pause_note_max_length"] = validation.PAUSE_NOTE_MAX_LENGTH
+        if obj is not None:  # "Run now with…" starts from the task's payload, secrets masked
+            shown = secret_fields.payload_masked(obj.action, obj.payload)
+            context["run_payload_example"] = json.dumps(shown)
         for button in ("run", "pause", "resume", "duplicate"):
             context[f"may_{button}"] = getattr(self, f"has_{button}_permission")(request, obj)
         return super().render_change_form(request, context, *args, **kwargs)
@@ -296,9 +311,17 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
     def run_now_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         task = self._task_for_button(request, object_id)
         try:
-            run = services.task_execute(task=task, trigger=Trigger.ADMIN, by=request.user)
+            payload = _posted_payload(request)
+            run = services.task_execute(
+                task=task, trigger=Trigger.ADMIN, by=request.user, payload=payload
+            )
         except PermissionDenied as exc:
             self._refused(request, task, exc)
+            return self._back(task)
+        except ValidationError as exc:
+            self.message_user(
+                request, f"Task {task.pk} not run: {_field_errors(exc)}", messages.ERROR
+            )
             return self._back(task)
         # Published on commit: read the status the run has now, not the one it was created in.
         run.refresh_from_db(fields=["status", "due_at"])

@@ -121,6 +121,20 @@ def test_run_now_button_creates_an_admin_run_and_says_its_status(operator) -> No
     assert f"is {run.status}" in page and "started" not in page.split("messagelist")[1][:400]
 
 
+def test_run_now_with_a_payload_runs_it_and_a_bad_one_says_why(operator) -> None:
+    task = services.task_create(id="hello", action="echo", payload={"message": "hi"})
+    page = operator.get(change_url(task)).content.decode()
+    assert 'id="btn-run-with"' in page and "{&quot;message&quot;: &quot;hi&quot;}" in page
+    url = reverse("admin:tasks_app_task_run_now", args=[task.pk])
+    response = operator.post(url, {"payload": '{"message": "once"}'})
+    assert response.status_code == 302
+    assert Run.objects.get(task=task).payload == {"message": "once"}
+    for bad, said in (("{", "payload: not JSON"), ('{"x": 1}', "does not fit action")):
+        operator.post(url, {"payload": bad})
+        assert said in operator.get(change_url(task)).content.decode()
+    assert Run.objects.filter(task=task).count() == 1
+
+
 def test_payload_check_runs_the_save_time_validation(operator) -> None:
     url = reverse("admin:tasks_app_task_payload_check")
 
