@@ -1,48 +1,90 @@
-"""Scenario ``enqueue``: what one ``.enqueue()`` of a ``@task`` function costs the caller.
+"""Scenario ``enqueue``: what one ``.enqueue()`` of a ``@task`` function costs the caller,
+and what a batch of ``N`` calls costs, each beside its anchors measured in the same run.
 
-Three sides, each a call as a view makes it (autocommit: the call is its own transaction),
-taking turns in chunks of ``CHUNK`` calls so that all meet the same machine, after
-``WARMUP`` calls each; per call, the median over the rounds of each side's median:
+**Per call**, each a call as a view makes it (autocommit: the call is its own transaction),
+timed from the call to its return, after ``WARMUP`` calls of each side; per side the median
+over the rounds of each round's median:
 
 - ``ours``: ``bench.enqueue_functions.noop.enqueue(i)`` through ``CeleryRunBackend`` (the
-  run stored, its message published when the transaction commits);
+  run written in one statement, its message published when the transaction commits, i.e.
+  before the call returns under autocommit);
 - ``floor``: what an enqueue cannot do without: one prepared one-row ``INSERT`` (autocommit)
   and one publish of the same kind of message on the same broker connection pool;
 - ``celery_publish``: a bare ``send_task`` (Celery's ``.delay()`` without a task object), no
-  database.
+  database;
+- ``tasks_db``: django-tasks-db 0.13's ``DatabaseBackend`` (one ``INSERT``; its worker polls
+  the table, nothing is published), Python 3.11 / Django 5.2 on the django-tasks backport;
+- ``ox``: django-ox 1.9's ``OxBackend`` (one ``INSERT``, polled likewise), Python 3.12 /
+  Django 6.0.
 
-Nothing consumes the messages: the bench queue is deleted afterwards. The anchors of the
-issue that asked for this figure (django-tasks-db's ``DatabaseBackend``, django-ox) are not
-measured here yet.
+``ours``, ``floor`` and ``celery_publish`` take turns in this process in chunks of
+``CHUNK`` calls; the anchors run in processes of their own (``bench/anchors/anchor.py``, each
+in its virtualenv under ``var/bench-anchors/`` and on a database of its own on the same
+Postgres), one round of each after each of our rounds, chunked and warmed up the same way.
+
+**Bulk** of ``N`` calls (100,000; ``--quick`` 10,000), each side timed from the call to its
+return, after a warm-up batch of ``WARMUP`` calls, the sides' order rotating from round to
+round; per side the median over the rounds:
+
+- ``ours``: ``enqueue_many(noop, [((i,), {}) for i in range(N)])`` (autocommit: one
+  statement writes the ``N`` runs, then the batch is published, confirmed by the broker,
+  before the call returns); the runs queued and the messages in the queue are counted
+  afterwards;
+- ``floor``: one ``COPY`` of ``N`` rows, then ``N`` messages of the same kind (Celery's
+  message built per run, as ``tasks_app.dispatch.BatchPublisher`` builds it) published on
+  one channel in confirm mode, every confirm drained;
+- ``ox``: ``django_ox.bulk.enqueue_many`` of the same calls (``bulk_create`` in one
+  transaction; it publishes nothing: the committed rows are its queue).
+
+Nothing consumes the messages: the bench queue is deleted and the tables emptied after each
+side's round. An anchor that cannot be installed or run is ``null``, its reason under
+``anchors``; our sides are measured all the same.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
 import time
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from bench import common
 
-SIZES = {"full": {"calls": 200, "rounds": 5}, "quick": {"calls": 100, "rounds": 2}}
+SIZES = {
+    "full": {"calls": 200, "rounds": 5, "bulk": 100_000, "bulk_rounds": 3},
+    "quick": {"calls": 100, "rounds": 2, "bulk": 10_000, "bulk_rounds": 2},
+}
 CHUNK = 20
 WARMUP = 20
 FLOOR_TABLE = "bench_enqueue_floor"
+ANCHOR_SCRIPT = common.ROOT / "bench" / "anchors" / "anchor.py"
+ANCHOR_NAMES = ("tasks_db", "ox")
+TARGETS = {"ours_vs_floor": 1.5, "bulk_ours_vs_ox": 1.2}
 
 
-def _sides() -> dict[str, Callable[[int], Any]]:
-    import os
+# --- per call, in this process ------------------------------------------------------------
 
+
+def _floor_connection() -> Any:
     import psycopg
-
-    from bench.enqueue_functions import noop
-    from project.celery import app
 
     pg = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
     pg.execute(f"DROP TABLE IF EXISTS {FLOOR_TABLE}")
     pg.execute(f"CREATE TABLE {FLOOR_TABLE} (id bigserial PRIMARY KEY, args jsonb, at timestamptz)")
+    return pg
+
+
+def _sides() -> dict[str, Callable[[int], Any]]:
+    from bench.enqueue_functions import noop
+    from project.celery import app
+
+    pg = _floor_connection()
 
     def floor(i: int) -> None:
         pg.execute(
@@ -74,24 +116,274 @@ def measure(calls: int) -> dict[str, float]:
     return {name: round(statistics.median(values), 3) for name, values in times.items()}
 
 
+# --- the anchors, each in its own process -------------------------------------------------
+
+
+class Anchor:
+    """One anchor's rounds, run by its virtualenv's Python; once one fails (or the
+    virtualenv cannot be built) the anchor is unavailable for the rest of the run."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.python: Path | None = None
+        self.unavailable: str | None = None
+        self.versions: dict[str, str] | None = None
+        self.database = f"{os.environ.get('BENCH_ANCHOR_DB_PREFIX', 'bench_anchor')}_{name}"
+
+    def prepare(self) -> None:
+        from bench.anchors import venvs
+
+        try:
+            self.python = venvs.ensure(self.name)
+        except Exception as exc:  # AnchorUnavailable, or anything else on the way
+            self.unavailable = f"its virtualenv could not be built: {exc}"
+
+    def run(self, mode: str, *, calls: int = 0, timeout: float = 300) -> dict[str, Any] | None:
+        if self.unavailable or self.python is None:
+            return None
+        env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
+        env |= {"ANCHOR_DATABASE_URL": os.environ["DATABASE_URL"], "ANCHOR_DB": self.database}
+        args = [str(self.python), str(ANCHOR_SCRIPT), self.name, mode]
+        args += ["--calls", str(calls), "--chunk", str(CHUNK), "--warmup", str(WARMUP)]
+        try:
+            done = subprocess.run(
+                args, cwd=common.ROOT, env=env, capture_output=True, text=True, timeout=timeout
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.unavailable = f"{mode} round: {exc}"
+            return None
+        lines = done.stdout.strip().splitlines()
+        try:
+            if done.returncode != 0 or not lines:
+                raise ValueError(f"exit status {done.returncode}")
+            result: dict[str, Any] = json.loads(lines[-1])
+        except ValueError as exc:
+            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+            self.unavailable = f"{mode} round failed ({exc}): {tail}"[:1000]
+            return None
+        self.versions = result.get("versions")
+        return result
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "versions": self.versions,
+            "database": self.database,
+            "python": str(self.python) if self.python else None,
+            "unavailable": self.unavailable,
+        }
+
+
+# --- bulk ---------------------------------------------------------------------------------
+
+
+def queued_messages() -> int:
+    """Messages now in the bench queue (0 when it does not exist)."""
+    from project.celery import app
+
+    with app.connection_for_write() as conn:
+        try:
+            return int(conn.default_channel.queue_declare(common.QUEUE, passive=True)[1])
+        except Exception:  # not declared
+            return 0
+
+
+def _settle_count(expected: int, timeout: float = 10) -> int:
+    """The queue's message count once it reaches ``expected`` (or after ``timeout``): the
+    broker may count a confirmed message a moment later."""
+    common.wait_until(lambda: queued_messages() >= expected, timeout=timeout, interval=0.1)
+    return queued_messages()
+
+
+def bulk_ours(n: int) -> dict[str, Any]:
+    from bench.enqueue_functions import noop
+    from tasks_app.django_tasks import enqueue_many
+    from tasks_app.models import Run
+
+    enqueue_many(noop, [((i,), {}) for i in range(WARMUP)])
+    calls = [((i,), {}) for i in range(n)]
+    began = time.perf_counter()
+    results = enqueue_many(noop, calls)
+    seconds = time.perf_counter() - began
+    return {
+        "bulk_s": round(seconds, 3),
+        "results": len(results),
+        "runs_queued": Run.objects.filter(status="queued").count() - WARMUP,
+        "published": _settle_count(n + WARMUP) - WARMUP,
+    }
+
+
+class FloorBulk:
+    """One ``COPY`` of the rows, then the messages on one channel in confirm mode."""
+
+    def __init__(self) -> None:
+        from project.celery import app
+
+        self.app = app
+        self.pg = _floor_connection()
+        options = dict(app.conf.broker_transport_options or {})
+        options["confirm_publish"] = False  # confirms are drained as a batch here
+        self.conn = app.connection_for_write(transport_options=options)
+        self.conn.ensure_connection(max_retries=1)
+        self.channel = self.conn.default_channel
+        self.channel.confirm_select()
+        self.channel.events["basic_ack"].add(self._on_ack)
+        self.producer = app.amqp.Producer(self.channel)
+        self.route = app.amqp.router.route({"queue": common.QUEUE}, "bench.noop")
+        self.tag = 0  # the last delivery tag published
+        self.upto = 0  # every tag up to this one is confirmed
+        self.single: set[int] = set()  # confirmed one by one, above ``upto``
+
+    def _on_ack(self, tag: int, multiple: bool) -> None:
+        if multiple:
+            self.upto = max(self.upto, tag)
+            self.single = {t for t in self.single if t > self.upto}
+        elif tag > self.upto:
+            self.single.add(tag)
+
+    def __call__(self, n: int) -> None:
+        amqp, now = self.app.amqp, datetime.now(UTC)
+        with self.pg.cursor() as cur, cur.copy(f"COPY {FLOOR_TABLE} (args, at) FROM STDIN") as copy:
+            for i in range(n):
+                copy.write_row((f"[{i}]", now))
+        for i in range(n):
+            task_id = str(uuid.uuid4())
+            message = amqp.create_task_message(
+                task_id,
+                "bench.noop",
+                [i],
+                reply_to=self.app.thread_oid,
+                create_sent_event=self.app.conf.task_send_sent_event,
+            )
+            amqp.send_task_message(self.producer, "bench.noop", message, **self.route, retry=False)
+        self.tag += n
+        deadline = time.monotonic() + 60
+        while self.upto + len(self.single) < self.tag and time.monotonic() < deadline:
+            self.conn.drain_events(timeout=max(deadline - time.monotonic(), 0.01))
+        if self.upto + len(self.single) < self.tag:
+            raise RuntimeError(f"floor: {self.tag - self.upto - len(self.single)} unconfirmed")
+
+    def close(self) -> None:
+        self.conn.release()
+        self.pg.close()
+
+
+def bulk_floor(n: int) -> dict[str, Any]:
+    floor = FloorBulk()
+    try:
+        floor(WARMUP)
+        began = time.perf_counter()
+        floor(n)
+        seconds = time.perf_counter() - began
+        rows = floor.pg.execute(f"SELECT count(*) FROM {FLOOR_TABLE}").fetchone()[0]
+    finally:
+        floor.close()
+    return {
+        "bulk_s": round(seconds, 3),
+        "rows_written": int(rows) - WARMUP,
+        "published": _settle_count(n + WARMUP) - WARMUP,
+    }
+
+
+def _clean() -> None:
+    """Tables emptied, the bench queue deleted and declared again, empty. Declared again:
+    a connection that declared it once (the pool's, ours' batch publisher's) remembers that
+    and does not declare it again, so its messages would go to no queue at all."""
+    from project.celery import app
+
+    common.reset_tables()
+    common.delete_queues(common.QUEUE)
+    with app.connection_for_write() as conn:
+        app.amqp.queues[common.QUEUE](conn.default_channel).declare()
+
+
+# --- the scenario -------------------------------------------------------------------------
+
+
+def _median(values: list[float | None]) -> float | None:
+    return round(statistics.median(values), 3) if values and None not in values else None
+
+
 def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
     size = SIZES["quick" if quick else "full"]
-    rounds = []
+    anchors = {name: Anchor(name) for name in ANCHOR_NAMES}
+    for anchor in anchors.values():
+        anchor.prepare()
+
+    _clean()
+    rounds: list[dict[str, float | None]] = []
+    in_queue = []  # per round: the messages of our three sides, all of them in the queue?
     for _ in range(size["rounds"]):
-        rounds.append(measure(size["calls"]))
-        common.reset_tables()
-        common.delete_queues(common.QUEUE)
-    per_call = {name: statistics.median(r[name] for r in rounds) for name in rounds[0]}
+        this: dict[str, float | None] = dict(measure(size["calls"]))
+        in_queue.append(_settle_count(3 * (size["calls"] + WARMUP)))
+        _clean()
+        for name, anchor in anchors.items():
+            got = anchor.run("per_call", calls=size["calls"])
+            this[name] = got["per_call_ms"] if got else None
+        rounds.append(this)
+    sides = [*rounds[0]]
+    per_call = {
+        name: None
+        if name in anchors and anchors[name].unavailable
+        else _median([r[name] for r in rounds])
+        for name in sides
+    }
+
+    n = size["bulk"]
+    bulk_sides: dict[str, Callable[[], dict[str, Any] | None]] = {
+        "ours": lambda: bulk_ours(n),
+        "floor": lambda: bulk_floor(n),
+        "ox": lambda: anchors["ox"].run("bulk", calls=n, timeout=900),
+    }
+    bulk_rounds: list[dict[str, Any]] = []
+    order = list(bulk_sides)
+    for index in range(size["bulk_rounds"]):
+        this_bulk: dict[str, Any] = {}
+        for name in order[index % 3 :] + order[: index % 3]:
+            _clean()
+            this_bulk[name] = bulk_sides[name]()
+            _clean()
+        bulk_rounds.append(this_bulk)
+    bulk_s = {
+        name: None
+        if name in anchors and anchors[name].unavailable
+        else _median([(r[name] or {}).get("bulk_s") for r in bulk_rounds])
+        for name in bulk_sides
+    }
+    for anchor in anchors.values():
+        anchor.run("reset")  # leave no 100,000 rows behind in its database
+
+    ours = per_call["ours"]
     return {
         "scenario": "enqueue",
-        "inputs": {"calls": size["calls"], "rounds": size["rounds"], "chunk": CHUNK},
-        "per_call_ms": per_call,
-        "rounds": rounds,
-        "ratios": {
-            "ours_vs_floor": common.ratio(per_call["ours"], per_call["floor"]),
-            "ours_vs_celery_publish": common.ratio(per_call["ours"], per_call["celery_publish"]),
+        "inputs": {
+            "calls": size["calls"],
+            "rounds": size["rounds"],
+            "chunk": CHUNK,
+            "warmup": WARMUP,
+            "bulk_calls": n,
+            "bulk_rounds": size["bulk_rounds"],
         },
-        "targets": {"ours_vs_floor": 1.5},
-        "settings": "one process, autocommit; per call the median over rounds of each side's "
-        "median; floor = one prepared INSERT + one send_task on the same broker",
+        "per_call_ms": per_call,
+        "bulk_s": bulk_s,
+        "ratios": {
+            "ours_vs_floor": common.ratio(ours, per_call["floor"]),
+            "ours_vs_celery_publish": common.ratio(ours, per_call["celery_publish"]),
+            "ours_vs_tasks_db": common.ratio(ours, per_call["tasks_db"]),
+            "ours_vs_ox": common.ratio(ours, per_call["ox"]),
+            "bulk_ours_vs_ox": common.ratio(bulk_s["ours"], bulk_s["ox"]),
+            "bulk_ours_vs_floor": common.ratio(bulk_s["ours"], bulk_s["floor"]),
+        },
+        "targets": TARGETS,
+        "anchors": {name: anchor.describe() for name, anchor in anchors.items()},
+        "settings": "autocommit, same Postgres and RabbitMQ; per call: call to return, median "
+        "over rounds of each side's median, ours/floor/celery_publish in this process in "
+        "chunks, each anchor in its own process after each of our rounds; bulk: call to "
+        "return (ours and floor: every message published and confirmed; ox: rows committed, "
+        "nothing published), median over rounds",
+        "checks": {
+            "per_call_messages_in_queue": in_queue,
+            "per_call_messages_expected": 3 * (size["calls"] + WARMUP),
+        },
+        "rounds": rounds,
+        "bulk_rounds": bulk_rounds,
     }
