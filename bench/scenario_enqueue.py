@@ -36,9 +36,24 @@ round; per side the median over the rounds:
 - ``ox``: ``django_ox.bulk.enqueue_many`` of the same calls (``bulk_create`` in one
   transaction; it publishes nothing: the committed rows are its queue).
 
-Nothing consumes the messages: the bench queue is deleted and the tables emptied after each
-side's round. An anchor that cannot be installed or run is ``null``, its reason under
-``anchors``; our sides are measured all the same.
+**End to end** (5,000 calls; ``--quick`` 500): a backlog of no-op calls enqueued before the
+workers start, then drained by 2 worker processes; the rate ``(completed - 1) / (last start
+- first start)`` as ``bench/execution.py`` reads ours; per side the median over the rounds:
+
+- ``ours``: ``enqueue_many`` (written and published), then a Celery worker of 2 prefork
+  processes (the project's delivery settings), every run's lifecycle recorded;
+- ``tasks_db``: its ``enqueue`` in one transaction, then two ``db_worker`` processes;
+- ``ox``: its ``enqueue_many``, then ``ox_worker --processes 2``; both anchors with their
+  package defaults (one task at a time per process).
+
+Apart from that end-to-end part, nothing consumes the messages: the bench queue is deleted
+(and declared again, empty) and the tables emptied after each side's round. An anchor that
+cannot be installed or run is ``null``, its reason under ``anchors``; our sides are
+measured all the same (an error of the end-to-end part is ``throughput_error``, the rest
+kept).
+
+``run_after`` lateness at 50/s (ours beside django-ox), also asked by issue 41, is not
+measured here.
 """
 
 from __future__ import annotations
@@ -57,15 +72,31 @@ from typing import Any
 from bench import common
 
 SIZES = {
-    "full": {"calls": 200, "rounds": 5, "bulk": 100_000, "bulk_rounds": 3},
-    "quick": {"calls": 100, "rounds": 2, "bulk": 10_000, "bulk_rounds": 2},
+    "full": {
+        "calls": 200,
+        "rounds": 5,
+        "bulk": 100_000,
+        "bulk_rounds": 3,
+        "throughput": 5_000,
+        "throughput_rounds": 3,
+    },
+    "quick": {
+        "calls": 100,
+        "rounds": 2,
+        "bulk": 10_000,
+        "bulk_rounds": 2,
+        "throughput": 500,
+        "throughput_rounds": 1,
+    },
 }
 CHUNK = 20
 WARMUP = 20
 FLOOR_TABLE = "bench_enqueue_floor"
 ANCHOR_SCRIPT = common.ROOT / "bench" / "anchors" / "anchor.py"
 ANCHOR_NAMES = ("tasks_db", "ox")
-TARGETS = {"ours_vs_floor": 1.5, "bulk_ours_vs_ox": 1.2}
+TARGETS = {"ours_vs_floor": 1.5, "bulk_ours_vs_ox": 1.2}  # ours / anchor, at most
+TARGETS_AT_LEAST = {"throughput_ours_vs_tasks_db": 1.0, "throughput_ours_vs_ox": 1.0}
+WORKER_PROCESSES = 2
 
 
 # --- per call, in this process ------------------------------------------------------------
@@ -138,13 +169,15 @@ class Anchor:
         except Exception as exc:  # AnchorUnavailable, or anything else on the way
             self.unavailable = f"its virtualenv could not be built: {exc}"
 
-    def run(self, mode: str, *, calls: int = 0, timeout: float = 300) -> dict[str, Any] | None:
+    def run(
+        self, mode: str, *, calls: int = 0, timeout: float = 300, extra: tuple[str, ...] = ()
+    ) -> dict[str, Any] | None:
         if self.unavailable or self.python is None:
             return None
         env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV"}}
         env |= {"ANCHOR_DATABASE_URL": os.environ["DATABASE_URL"], "ANCHOR_DB": self.database}
         args = [str(self.python), str(ANCHOR_SCRIPT), self.name, mode]
-        args += ["--calls", str(calls), "--chunk", str(CHUNK), "--warmup", str(WARMUP)]
+        args += ["--calls", str(calls), "--chunk", str(CHUNK), "--warmup", str(WARMUP), *extra]
         try:
             done = subprocess.run(
                 args, cwd=common.ROOT, env=env, capture_output=True, text=True, timeout=timeout
@@ -284,6 +317,77 @@ def bulk_floor(n: int) -> dict[str, Any]:
     }
 
 
+# --- end to end: a backlog of no-op calls drained by 2 worker processes ---------------------
+
+
+def throughput_ours(n: int) -> dict[str, Any]:
+    """``n`` calls enqueued (``enqueue_many``: written and published) before the worker
+    starts, then a Celery worker of 2 prefork processes (the project's delivery settings)
+    until every run has ended; the rate as ``bench/execution.py`` reads it:
+    ``(completed - 1) / (last start - first start)``."""
+    from django.db.models import Max, Min
+
+    from bench.enqueue_functions import noop
+    from tasks_app.choices import RunStatus
+    from tasks_app.django_tasks import enqueue_many
+    from tasks_app.models import Run
+
+    enqueue_many(noop, [((i,), {}) for i in range(n)])
+    ended = Run.objects.filter(status__in=[RunStatus.COMPLETED, RunStatus.FAILED])
+    with common.processes() as procs:
+        procs.append(common.start_worker(concurrency=WORKER_PROCESSES))
+        common.wait_until(lambda: ended.count() >= n, timeout=600, interval=0.5)
+    done = Run.objects.filter(status=RunStatus.COMPLETED)
+    completed = done.count()
+    span = done.aggregate(first=Min("started_at"), last=Max("started_at"))
+    seconds = (span["last"] - span["first"]).total_seconds() if span["first"] else 0
+    out: dict[str, Any] = {
+        "runs": n,
+        "completed": completed,
+        "settled": ended.count(),
+        "span_s": round(seconds, 2),
+        "tasks_per_s": round((completed - 1) / seconds, 1) if seconds else None,
+        "workers": [f"celery worker --pool prefork --concurrency {WORKER_PROCESSES}"],
+    }
+    if out["settled"] < n:
+        out["not_settled_in_time"] = True
+    return out
+
+
+def _throughput(
+    anchors: dict[str, Anchor], n: int, rounds: int
+) -> tuple[dict[str, float | None], list[dict[str, Any]]]:
+    sides: dict[str, Callable[[], dict[str, Any] | None]] = {
+        "ours": lambda: throughput_ours(n),
+        **{
+            name: (
+                lambda anchor=anchor: anchor.run(
+                    "throughput",
+                    calls=n,
+                    timeout=900,
+                    extra=("--processes", str(WORKER_PROCESSES), "--timeout", "600"),
+                )
+            )
+            for name, anchor in anchors.items()
+        },
+    }
+    order, results = list(sides), []
+    for index in range(rounds):
+        this: dict[str, Any] = {}
+        for name in order[index % len(order) :] + order[: index % len(order)]:
+            _clean()
+            this[name] = sides[name]()
+            _clean()
+        results.append(this)
+    rates = {
+        name: None
+        if name in anchors and anchors[name].unavailable
+        else _median([(r[name] or {}).get("tasks_per_s") for r in results])
+        for name in sides
+    }
+    return rates, results
+
+
 def _clean() -> None:
     """Tables emptied, the bench queue deleted and declared again, empty. Declared again:
     a connection that declared it once (the pool's, ours' batch publisher's) remembers that
@@ -349,6 +453,15 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         else _median([(r[name] or {}).get("bulk_s") for r in bulk_rounds])
         for name in bulk_sides
     }
+    try:
+        per_s, throughput_rounds = _throughput(
+            anchors, size["throughput"], size["throughput_rounds"]
+        )
+        throughput_error = None
+    except Exception as exc:  # the per-call and bulk figures above stand on their own
+        per_s, throughput_rounds = {"ours": None, "tasks_db": None, "ox": None}, []
+        throughput_error = f"{type(exc).__name__}: {exc}"[:2000]
+        _clean()
     for anchor in anchors.values():
         anchor.run("reset")  # leave no 100,000 rows behind in its database
 
@@ -362,9 +475,13 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             "warmup": WARMUP,
             "bulk_calls": n,
             "bulk_rounds": size["bulk_rounds"],
+            "throughput_calls": size["throughput"],
+            "throughput_rounds": size["throughput_rounds"],
+            "worker_processes": WORKER_PROCESSES,
         },
         "per_call_ms": per_call,
         "bulk_s": bulk_s,
+        "throughput_tasks_per_s": per_s,
         "ratios": {
             "ours_vs_floor": common.ratio(ours, per_call["floor"]),
             "ours_vs_celery_publish": common.ratio(ours, per_call["celery_publish"]),
@@ -372,18 +489,25 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             "ours_vs_ox": common.ratio(ours, per_call["ox"]),
             "bulk_ours_vs_ox": common.ratio(bulk_s["ours"], bulk_s["ox"]),
             "bulk_ours_vs_floor": common.ratio(bulk_s["ours"], bulk_s["floor"]),
+            "throughput_ours_vs_tasks_db": common.ratio(per_s["ours"], per_s["tasks_db"]),
+            "throughput_ours_vs_ox": common.ratio(per_s["ours"], per_s["ox"]),
         },
         "targets": TARGETS,
+        "targets_at_least": TARGETS_AT_LEAST,
+        "throughput_error": throughput_error,
         "anchors": {name: anchor.describe() for name, anchor in anchors.items()},
         "settings": "autocommit, same Postgres and RabbitMQ; per call: call to return, median "
         "over rounds of each side's median, ours/floor/celery_publish in this process in "
         "chunks, each anchor in its own process after each of our rounds; bulk: call to "
         "return (ours and floor: every message published and confirmed; ox: rows committed, "
-        "nothing published), median over rounds",
+        "nothing published), median over rounds; throughput: a backlog of no-op calls "
+        "drained by 2 worker processes, (completed - 1) / (last start - first start), "
+        "median over rounds",
         "checks": {
             "per_call_messages_in_queue": in_queue,
             "per_call_messages_expected": 3 * (size["calls"] + WARMUP),
         },
         "rounds": rounds,
         "bulk_rounds": bulk_rounds,
+        "throughput_rounds": throughput_rounds,
     }

@@ -18,6 +18,14 @@ Nothing of the project is imported: this runs on the anchor's packages only.
   ``django_ox.bulk.enqueue_many(noop, [((i,), {}) for i in range(N)])`` timed from the call
   to its return (its own transaction, committed: the rows are the queue; django-ox publishes
   nothing anywhere else); prints the seconds and the rows then in the table;
+- ``throughput``: the table emptied, a backlog of ``N`` no-op calls enqueued (django-ox:
+  its ``enqueue_many``; django-tasks-db, which has none: ``enqueue`` in one transaction),
+  then the anchor's own worker started on 2 processes (``--processes``): two
+  ``db_worker`` processes (django-tasks-db), ``ox_worker --processes 2`` (django-ox), each
+  with the package's defaults (one task at a time per process); once every call has
+  finished (or ``--timeout``), the workers stopped and the rate read from the table as the
+  project's ``execution`` scenario reads ours: ``(completed - 1) / (last start - first
+  start)``;
 - ``reset``: the table emptied.
 
 Prints one JSON line on stdout.
@@ -30,8 +38,11 @@ import importlib.metadata
 import json
 import os
 import platform
+import signal
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +50,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 HERE = Path(__file__).resolve().parent
 PACKAGES = {"tasks_db": "django-tasks-db", "ox": "django-ox"}
+SETTLED = ["SUCCESSFUL", "FAILED", "LOST"]  # both tables: django.tasks' statuses (+ ox's LOST)
 
 
 def create_database(name: str) -> None:
@@ -53,14 +65,18 @@ def create_database(name: str) -> None:
             conn.execute(f'CREATE DATABASE "{name}"')
 
 
-def table(anchor: str) -> str:
+def model(anchor: str) -> Any:
     if anchor == "tasks_db":
         from django_tasks_db.models import DBTaskResult
 
-        return DBTaskResult._meta.db_table
+        return DBTaskResult
     from django_ox.models import OxTask
 
-    return OxTask._meta.db_table
+    return OxTask
+
+
+def table(anchor: str) -> str:
+    return str(model(anchor)._meta.db_table)
 
 
 def reset(anchor: str) -> None:
@@ -112,13 +128,102 @@ def bulk(anchor: str, calls: int, warmup: int) -> dict[str, Any]:
     }
 
 
+def worker_commands(anchor: str, processes: int) -> list[list[str]]:
+    django = [sys.executable, "-m", "django"]
+    if anchor == "ox":
+        return [[*django, "ox_worker", "--processes", str(processes)]]
+    # No random start-up delay: the rate is read between the first and the last start.
+    return [[*django, "db_worker", "--no-startup-delay"] for _ in range(processes)]
+
+
+def throughput(anchor: str, calls: int, processes: int, timeout: float) -> dict[str, Any]:
+    from anchor_tasks import noop
+    from django.db import transaction
+    from django.db.models import Max, Min
+
+    if anchor == "ox":
+        from django_ox.bulk import enqueue_many
+
+        enqueue_many(noop, [((i,), {}) for i in range(calls)])
+    else:
+        with transaction.atomic():
+            for i in range(calls):
+                noop.enqueue(i)
+    settled = model(anchor).objects.filter(status__in=SETTLED)
+    logs = Path(tempfile.gettempdir()) / "tasks-bench-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / f"anchor-{anchor}-worker-{time.time_ns()}.log"
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    workers = []
+    with log_path.open("wb") as log:
+        try:
+            for command in worker_commands(anchor, processes):
+                workers.append(
+                    subprocess.Popen(
+                        command,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+            deadline = time.monotonic() + timeout
+            while settled.count() < calls and time.monotonic() < deadline:
+                if any(w.poll() is not None for w in workers):
+                    break
+                time.sleep(0.5)
+        finally:
+            for worker in workers:
+                _stop(worker)
+    done = model(anchor).objects.filter(status="SUCCESSFUL")
+    completed = done.count()
+    span = done.aggregate(first=Min("started_at"), last=Max("started_at"))
+    seconds = (span["last"] - span["first"]).total_seconds() if span["first"] else 0
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(
+            f'SELECT count(DISTINCT w) FROM "{table(anchor)}", '
+            "jsonb_array_elements_text(worker_ids::jsonb) AS w"
+        )
+        workers_seen = int(cur.fetchone()[0])
+    out: dict[str, Any] = {
+        "runs": calls,
+        "completed": completed,
+        "settled": settled.count(),
+        "span_s": round(seconds, 2),
+        "tasks_per_s": round((completed - 1) / seconds, 1) if seconds else None,
+        "workers": [" ".join(c[2:]) for c in worker_commands(anchor, processes)],
+        "worker_ids_seen": workers_seen,  # the processes that claimed at least one call
+    }
+    if out["settled"] < calls:
+        out["not_settled_in_time"] = True
+        out["worker_log_tail"] = log_path.read_text(errors="replace")[-1500:]
+    return out
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    except ProcessLookupError:
+        pass
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="anchor.py")
     parser.add_argument("anchor", choices=sorted(PACKAGES))
-    parser.add_argument("mode", choices=["per_call", "bulk", "reset"])
+    parser.add_argument("mode", choices=["per_call", "bulk", "throughput", "reset"])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--chunk", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=600)
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(HERE))
@@ -146,6 +251,9 @@ def main(argv: list[str]) -> int:
         out |= per_call(args.calls, args.chunk, args.warmup)
     elif args.mode == "bulk":
         out |= bulk(args.anchor, args.calls, args.warmup)
+    elif args.mode == "throughput":
+        out |= throughput(args.anchor, args.calls, args.processes, args.timeout)
+        reset(args.anchor)
     print(json.dumps(out), flush=True)
     return 0
 
