@@ -38,7 +38,7 @@ from .. import store
 from ..models import RECURRING, Run, RunStatus, Task, Trigger
 from ..timing.task_schedule import fire_due_at, plan_task_fires
 from .alarms import schedule_error_raise
-from .run_create import new_run
+from .run_create import new_run, runs_insert
 from .run_release import horizon, send_queued
 
 log = logging.getLogger(__name__)
@@ -186,10 +186,7 @@ def _fire_tasks(
 
 def _insert_runs(runs: list[Run]) -> list[Run]:
     """Insert ``runs``, skipping fires already recorded; return those actually inserted."""
-    if not runs:
-        return []
-    Run.objects.bulk_create(runs, ignore_conflicts=True, batch_size=2000)
-    present = set(Run.objects.filter(id__in=[r.id for r in runs]).values_list("id", flat=True))
+    present = runs_insert(runs)
     if len(present) < len(runs):
         log.info("%d fire(s) were already recorded; not recorded again", len(runs) - len(present))
     return [r for r in runs if r.id in present]

@@ -50,6 +50,15 @@ def new_run(
     )
 
 
+def runs_insert(runs: list[Run]) -> set[Any]:
+    """Store ``runs`` as they are (beat's fires, some already queued at the tick; a backfill's
+    runs) in one statement, skipping fires already recorded; the ids of those inserted. Their
+    publishing is the caller's."""
+    if not runs:
+        return set()
+    return {row[0] for row in store.fetch_all("insert_runs", {"runs": store.runs_rows(runs)})}
+
+
 def same_call(run: Run) -> dict[str, Any]:
     """What a later attempt of ``run`` keeps of it: its own payload, queue and priority."""
     return {"payload": run.payload, "queue": run.queue, "priority": run.priority}

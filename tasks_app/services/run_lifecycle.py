@@ -19,7 +19,6 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from .. import actions, permissions, store, validation
@@ -30,7 +29,6 @@ from ..models import (
     Run,
     RunStatus,
     Task,
-    TaskState,
     Trigger,
 )
 from ..observability.logs import run_log
@@ -402,13 +400,13 @@ def _not_recorded(run: Run, status: str) -> None:
 
 def _count_failure(task: Task, *, error: str) -> None:
     """One more failure in a row; pause the task once ``pause_after_failures`` is reached."""
-    TaskState.objects.filter(pk=task.pk).update(consecutive_failures=F("consecutive_failures") + 1)
-    if not task.pause_after_failures:
+    row = store.fetch_one("count_failure", {"task_id": task.pk})
+    if not task.pause_after_failures or row is None or row[0] < task.pause_after_failures:
         return
-    current = Task.objects.filter(pk=task.pk, paused=False).select_related("state").first()
-    if current is None or current.state.consecutive_failures < task.pause_after_failures:
+    current = Task.objects.filter(pk=task.pk, paused=False).first()
+    if current is None:
         return
-    streak = current.state.consecutive_failures
+    streak = row[0]
     reason = error.splitlines()[0] if error else "failed"
     note = f"auto-paused after {streak} consecutive failures; last: {reason}"
     task_pause(task=current, note=validation.fit_pause_note(note), by="system")

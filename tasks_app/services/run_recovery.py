@@ -33,9 +33,7 @@ def run_renew_leases(*, held: dict[str, datetime], now: datetime) -> list[str]:
     if not held:
         return []
     ids = list(held)
-    renewed = Run.objects.filter(id__in=ids, status__still=RunStatus.RUNNING).update(
-        heartbeat_at=now
-    )
+    renewed = store.execute("renew_leases", {"run_ids": ids, "now": now})
     if renewed == len(ids):
         return []
     return [

@@ -67,8 +67,9 @@ def _sync_once_run(task: Task, *, now: datetime) -> None:
             if task.expires_after_seconds
             else None
         )
-        Run.objects.filter(pk=waiting.pk, status__still=RunStatus.PENDING).update(
-            due_at=task.run_at, scheduled_for=task.run_at, expires_at=expires_at
+        store.execute(
+            "move_waiting_run",
+            {"run_id": waiting.pk, "due_at": task.run_at, "expires_at": expires_at},
         )
         store.execute("task_refresh_next_run", {"task_id": task.pk})
         enqueue_on_commit(Run.objects.select_related("task").get(pk=waiting.pk), now=now)

@@ -26,7 +26,7 @@ from ..timing.task_schedule import schedule_of
 from . import django_task_paths
 from .audit import audit, plain
 from .errors import ConflictError
-from .run_create import new_run, run_create
+from .run_create import new_run, run_create, runs_insert
 from .run_release import publish_runs, release_due_runs
 from .schedule_sync import fires_ahead_drop, sync_periodic_task, sync_schedule
 from .task_rules import (
@@ -312,7 +312,8 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "")
             ).values_list("scheduled_for", flat=True)
         )
         runs = [r for r in runs if r.scheduled_for not in existing]
-        Run.objects.bulk_create(runs)
+        inserted = runs_insert(runs)
+        runs = [r for r in runs if r.id in inserted]
         audit(
             task.id,
             "backfilled",

@@ -100,6 +100,36 @@ WITH created AS (
 SELECT c.n, c.status, {message_task_fields:t}
   FROM arrived AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
 
+-- name: insert_runs
+-- Runs written whole by the caller (beat's fires, some already queued at the tick; a
+-- backfill's runs), %(runs)s a JSON array of rows by column name: one statement per batch.
+-- A fire already recorded (run_unique_fire) is skipped, not an error. Returns the ids
+-- inserted.
+INSERT INTO tasks_app_run ({run_columns})
+SELECT {run_columns} FROM jsonb_populate_recordset(NULL::tasks_app_run, %(runs)s::jsonb)
+ON CONFLICT DO NOTHING
+RETURNING id;
+
+-- name: count_failure
+-- One more failure in a row of the task's runs (the streak that pauses it at
+-- pause_after_failures); returns the streak.
+UPDATE tasks_app_taskstate SET consecutive_failures = consecutive_failures + 1
+ WHERE task_id = %(task_id)s
+RETURNING consecutive_failures;
+
+-- name: renew_leases
+-- The lease (heartbeat_at) of the runs %(run_ids)s a worker process holds, pushed to %(now)s
+-- while they are still running; the row count is how many were.
+UPDATE tasks_app_run SET heartbeat_at = %(now)s
+ WHERE id = ANY(%(run_ids)s::uuid[]) AND status IS NOT DISTINCT FROM 'running';
+
+-- name: move_waiting_run
+-- A 'once' task's waiting run moved to the task's new run_at (its deadline with it) while it
+-- is still pending; the row count says whether it was.
+UPDATE tasks_app_run
+   SET due_at = %(due_at)s, scheduled_for = %(due_at)s, expires_at = %(expires_at)s
+ WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'pending';
+
 -- name: claim_run
 -- queued -> running, within the run's deadline, for an unpaused task (or a run a person
 -- asked for), when the task's overlap policy is allow or the caller has checked it under
