@@ -25,6 +25,9 @@ class RunContext:
     due_at: datetime
     timeout_seconds: int | None = None
     first_attempt_id: str = ""  # the same for every attempt: key once-per-run effects by it
+    created_at: datetime | None = None  # when this attempt was created
+    started_at: datetime | None = None  # when this attempt was claimed
+    worker: str = ""  # the worker that claimed it
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from .framework import (
     task_started,
     to_json,
 )
-from .results import task_result
+from .results import started_result, task_result
 
 SCHEMA = {
     "type": "object",
@@ -99,8 +99,11 @@ def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     task = resolve(payload["task"])
     args, kwargs = list(payload.get("args") or []), dict(payload.get("kwargs") or {})
     sender = type(task.get_backend())
-    first = Run.objects.select_related("task").get(pk=ctx.first_attempt_id or ctx.run_id)
-    result = task_result(first, task=task, backend=task.backend)  # RUNNING: this attempt
+    if ctx.first_attempt_id == ctx.run_id:  # most runs: their first attempt, known here
+        result = started_result(ctx, task=task, args=args, kwargs=kwargs)
+    else:  # a later attempt reports the earlier ones too
+        first = Run.objects.select_related("task").get(pk=ctx.first_attempt_id)
+        result = task_result(first, task=task, backend=task.backend)  # RUNNING: this attempt
     task_started.send(sender, task_result=result)
     try:
         if task.takes_context:

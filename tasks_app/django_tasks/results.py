@@ -88,3 +88,22 @@ def enqueued_result(run: Run, *, task: Any, backend: str) -> Any:
         errors=[],
         worker_ids=[],
     )
+
+
+def started_result(ctx: Any, *, task: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """The ``TaskResult`` of a run's first attempt as it starts (``RUNNING``), from what the
+    worker's claim already read (``ctx``: an action's ``RunContext``), with no query."""
+    return TaskResult(
+        task=task,
+        id=ctx.run_id,
+        status=TaskResultStatus.RUNNING,
+        enqueued_at=ctx.created_at,
+        started_at=ctx.started_at,
+        finished_at=None,
+        last_attempted_at=ctx.started_at,
+        args=args,
+        kwargs=kwargs,
+        backend=task.backend,
+        errors=[],
+        worker_ids=[ctx.worker] if ctx.worker else [],
+    )

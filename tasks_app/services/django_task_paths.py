@@ -61,7 +61,12 @@ def run_refusal(path: str, *, task_id: str) -> str | None:
     setting admits it, or only enqueues from code ever wrote the task. Imports nothing."""
     if matches(path, app_settings.DJANGO_TASKS):
         return None
-    written = TaskAuditEntry.objects.filter(task_id=task_id, event__in=DEFINITION_EVENTS)
-    if written.exists() and not written.exclude(by=ENQUEUED_BY).exists():
+    writers = set(
+        TaskAuditEntry.objects.filter(task_id=task_id, event__in=DEFINITION_EVENTS)
+        .order_by()
+        .values_list("by", flat=True)
+        .distinct()[:2]
+    )
+    if writers == {ENQUEUED_BY}:
         return None
     return unmatched(path, app_settings.DJANGO_TASKS, setting=SETTING)

@@ -68,6 +68,9 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
         due_at=run.due_at,
         timeout_seconds=task.timeout_seconds,
         first_attempt_id=str(run.first_attempt_id or run.id),
+        created_at=run.created_at,
+        started_at=run.started_at,
+        worker=run.worker,
     )
     try:
         action = actions.get(task.action)
