@@ -58,9 +58,9 @@ def function_policy(function: Any, /, **fields: Any) -> Schedule:
     """The task of the ``@task`` ``function`` (or its dotted path), the one its enqueues
     run under, with these policies (``max_retries``, ``retry_backoff_seconds``,
     ``timeout_seconds``, ``expires_after_seconds``, ``overlap_policy``, ``queue``,
-    ``priority``, ``pause_after_failures``, ...). Declared, it is read-only elsewhere; the
-    function must be one ``TASKS_DJANGO_TASKS`` admits, as for any declared ``django_task``."""
-    from .services.django_task import ACTION, function_task_id
+    ``priority``, ``pause_after_failures``, ...). Declared, it is read-only elsewhere; chosen
+    in code, the function needs no ``TASKS_DJANGO_TASKS`` entry."""
+    from .services.django_task_paths import ACTION, function_task_id
 
     path = function if isinstance(function, str) else function.module_path
     fields.setdefault("name", path[:200])

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -13,27 +12,11 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from .. import store, validation
-from ..models import Run, RunStatus, Task, Trigger, task_id_validator
-from .django_task_paths import ACTION, ENQUEUED_BY
+from ..models import Run, RunStatus, Task, Trigger
+from .django_task_paths import ACTION, ENQUEUED_BY, function_task_id
 from .errors import ConflictError
 from .run_release import horizon, send_queued
 from .tasks import task_create
-
-_ID_LENGTH = Task._meta.get_field("id").max_length or 100
-
-
-def function_task_id(path: str) -> str:
-    """The id of the task of the ``@task`` function at ``path``: the path itself when it
-    makes a task id, else its first characters and a digest of the whole."""
-    try:
-        task_id_validator(path)
-        if len(path) <= _ID_LENGTH:
-            return path
-    except ValidationError:
-        pass
-    digest = hashlib.sha256(path.encode()).hexdigest()[:12]
-    head = path.lstrip("_.-")[: _ID_LENGTH - len(digest) - 1] or "task"
-    return f"{head}-{digest}"
 
 
 def function_task_create(path: str, *, by: str = ENQUEUED_BY) -> Task:

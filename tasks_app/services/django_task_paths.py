@@ -7,22 +7,27 @@ in the process that checks it. So the path must match one of the setting's patte
 anything is imported: when the form checks the payload, when the task is saved and again
 when a run starts (the setting may have narrowed since).
 
-Enqueues from code are not governed: ``.enqueue()`` of a ``@task`` function through
-``CeleryRunBackend`` writes its task as :data:`ENQUEUED_BY`, and the function is the
-caller's own, already imported. Such a task runs whatever the setting says until a person
-saves it; from then on it is held to the setting like any other. So a project needs the
-setting only to let people choose ``@task`` functions.
+Functions chosen in code are not governed: ``.enqueue()`` of a ``@task`` function runs
+under the function's own task, named after it (:func:`function_task_id`) and made by the
+enqueue or by a declaration in code (``function_policy``); the function is the caller's
+own, already imported. Such a task's runs call it whatever the setting says, and an operator
+who edits the task's policies, or runs it now with other arguments of the same function,
+chooses no function. A person who makes a task named after a function, or points a task at
+another function, is held to the setting like any other. So a project needs the setting
+only to let people choose ``@task`` functions.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..actions.allowlist import matches, unmatched
 from ..conf import app_settings
-from ..models import TaskAuditEntry
+from ..models import Task, task_id_validator
 
 SETTING = "TASKS_DJANGO_TASKS"
 # The action that calls a @task function inside a run (tasks_app/django_tasks/action.py).
@@ -30,43 +35,52 @@ ACTION = "django_task"
 # Who the audit trail names as the creator of the tasks enqueues write
 # (``services.django_task.django_task_enqueue``).
 ENQUEUED_BY = "django.tasks"
-# Events of the audit trail that write a task's definition.
-DEFINITION_EVENTS = ("created", "updated")
+_ID_LENGTH = Task._meta.get_field("id").max_length or 100
+_TASK_ID = re.compile(task_id_validator.regex.pattern)
 
-# Set while the services save a task written by an enqueue from code (``task_save``).
-_from_code: ContextVar[bool] = ContextVar("django_task_from_code", default=False)
+# Set while the services check a payload that calls the function its task is named after.
+_own_function: ContextVar[bool] = ContextVar("django_task_own_function", default=False)
+
+
+def own_function(task_id: str, payload: object) -> bool:
+    """Whether ``payload`` calls the ``@task`` function the task ``task_id`` is named after
+    (:func:`function_task_id`): its own function, which code chose, not a person."""
+    path = payload.get("task") if isinstance(payload, dict) else None
+    return isinstance(path, str) and function_task_id(path) == task_id
 
 
 @contextmanager
-def saved_by(by: object) -> Iterator[None]:
-    """While a task is checked and saved on behalf of ``by``: an enqueue from code (the
-    actor :data:`ENQUEUED_BY`, a name, never a user) is not held to the setting."""
-    token = _from_code.set(isinstance(by, str) and by == ENQUEUED_BY)
+def own_function_checked(yes: bool) -> Iterator[None]:
+    """While a payload is checked and saved that calls its task's own function, which code
+    chose (``yes``): that function is not held to the setting."""
+    token = _own_function.set(yes)
     try:
         yield
     finally:
-        _from_code.reset(token)
+        _own_function.reset(token)
 
 
 def path_refusal(path: str) -> str | None:
     """Why a person may not choose the ``@task`` function at ``path`` (``None``: they may,
-    or an enqueue from code is being saved). Imports nothing."""
-    if _from_code.get() or matches(path, app_settings.DJANGO_TASKS):
+    or it is the function of the task being checked). Imports nothing."""
+    if _own_function.get() or matches(path, app_settings.DJANGO_TASKS):
         return None
     return unmatched(path, app_settings.DJANGO_TASKS, setting=SETTING)
 
 
 def run_refusal(path: str, *, task_id: str) -> str | None:
     """Why a run of the task ``task_id`` may not call ``path`` now (``None``: it may): the
-    setting admits it, or only enqueues from code ever wrote the task. Imports nothing."""
-    if matches(path, app_settings.DJANGO_TASKS):
-        return None
-    writers = set(
-        TaskAuditEntry.objects.filter(task_id=task_id, event__in=DEFINITION_EVENTS)
-        .order_by()
-        .values_list("by", flat=True)
-        .distinct()[:2]
-    )
-    if writers == {ENQUEUED_BY}:
+    setting admits it, or the task is the function's own. Imports nothing, reads nothing."""
+    if function_task_id(path) == task_id or matches(path, app_settings.DJANGO_TASKS):
         return None
     return unmatched(path, app_settings.DJANGO_TASKS, setting=SETTING)
+
+
+def function_task_id(path: str) -> str:
+    """The id of the task of the ``@task`` function at ``path``: the path itself when it
+    makes a task id, else its first characters and a digest of the whole."""
+    if len(path) <= _ID_LENGTH and _TASK_ID.fullmatch(path):
+        return path
+    digest = hashlib.sha256(path.encode()).hexdigest()[:12]
+    head = path.lstrip("_.-")[: _ID_LENGTH - len(digest) - 1] or "task"
+    return f"{head}-{digest}"

@@ -159,7 +159,13 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         getattr(previous, f) != getattr(task, f) for f in TASK_FIELDS
     ):
         check_not_declared(previous)
-    from_code = django_task_paths.saved_by(by)  # an enqueue's own task: any @task function
+    # A function's own task, made by code (an enqueue, a declaration) or already its own:
+    # its function was chosen in code, not by whoever saves it now.
+    own = django_task_paths.own_function(task.pk, task.payload) and (
+        by == django_task_paths.ENQUEUED_BY
+        or owner is not None
+        or (previous is not None and django_task_paths.own_function(previous.pk, previous.payload))
+    )
     by = permissions.authorize(
         by,
         "create" if adding else "update",
@@ -170,7 +176,7 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         task.payload = secret_fields.payload_merged(
             task.action, task.payload, stored_action=previous.action, stored=previous.payload
         )
-    with from_code:
+    with django_task_paths.own_function_checked(own):
         task_check(task, stored=stored_schedule_of(previous))
     now = timezone.now()
     with transaction.atomic():
@@ -343,18 +349,18 @@ def run_payload(task: Task, payload: Any) -> dict[str, Any]:
     Postgres store); a masked secret field takes the task's value, where the origin it is
     bound to is unchanged (``secret_fields``). ``ValidationError`` on field ``payload``.
 
-    Calling the task's own ``@task`` function with other arguments chooses no new code:
-    ``TASKS_DJANGO_TASKS`` is asked only when the payload names another function."""
+    Calling a function's task's own ``@task`` function with other arguments chooses no new
+    code: ``TASKS_DJANGO_TASKS`` is asked only when the payload names another function."""
     if not isinstance(payload, dict):
         raise ValidationError({"payload": ["must be a JSON object"]})
     candidate = copy.copy(task)
     candidate.payload = secret_fields.payload_merged(
         task.action, payload, stored_action=task.action, stored=task.payload
     )
-    same_function = task.action == django_task_paths.ACTION and payload.get(
-        "task"
-    ) == task.payload.get("task")
-    with django_task_paths.saved_by(django_task_paths.ENQUEUED_BY if same_function else ""):
+    own = django_task_paths.own_function(task.pk, payload) and django_task_paths.own_function(
+        task.pk, task.payload
+    )
+    with django_task_paths.own_function_checked(own):
         errors = validation.storable_errors(candidate)
         if not errors:
             try:

@@ -127,3 +127,23 @@ def test_a_person_who_edits_an_enqueued_task_is_held_to_the_allow_list() -> None
         services.task_update(task=task, data={"payload": {"task": PING}}, by="cli:someone")
     assert "TASKS_DJANGO_TASKS" in " ".join(info.value.message_dict["payload"])
     assert not imported()
+
+
+def test_an_operator_who_sets_a_functions_policies_leaves_its_calls_running() -> None:
+    """Retries set on the function's task by a person change no function: its calls still
+    run with the setting empty (the run is the function its task is named after)."""
+    functions.add.enqueue(1, 1)
+    task = Task.objects.get(pk="tests.django_tasks.functions.add")
+    services.task_update(task=task, data={"max_retries": 3}, by="cli:operator")
+    result = functions.add.enqueue(2, 3)
+    run = execute_in_process(Run.objects.get(pk=result.id))
+    assert run.status == RunStatus.COMPLETED and run.result == {"sum": 5}
+
+
+def test_a_person_who_names_a_new_task_after_a_function_is_held_to_the_allow_list() -> None:
+    with pytest.raises(ValidationError) as info:
+        services.task_create(
+            id=PING, action="django_task", payload={"task": PING}, by="cli:someone"
+        )
+    assert "TASKS_DJANGO_TASKS" in " ".join(info.value.message_dict["payload"])
+    assert not imported()
