@@ -36,7 +36,7 @@ from .choices import (
     Trigger,
 )
 from .conf import default_queue  # the field's default (migration 0001 names it here)
-from .validation import NUMERIC_BOUNDS, check_storable
+from .validation import NUMERIC_BOUNDS, TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, check_storable
 from .validation import bounds_validators as bounded
 
 __all__ = [
@@ -159,13 +159,15 @@ def bounds_constraints(table: str) -> list[models.BaseConstraint]:
 
 
 task_id_validator = RegexValidator(
-    r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+    TASK_ID_PATTERN,
     "Use letters, digits, '-', '_' and '.', starting with a letter or digit.",
 )
 
 
 class Task(models.Model):
-    id = models.CharField(primary_key=True, max_length=100, validators=[task_id_validator])
+    id = models.CharField(
+        primary_key=True, max_length=TASK_ID_MAX_LENGTH, validators=[task_id_validator]
+    )
     name = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
     action = models.CharField(max_length=100)

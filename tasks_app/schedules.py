@@ -41,6 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .django_tasks.framework import ACTION, function_task_id
+
 
 @dataclass(frozen=True, init=False)
 class Schedule:
@@ -60,8 +62,6 @@ def function_policy(function: Any, /, **fields: Any) -> Schedule:
     ``timeout_seconds``, ``expires_after_seconds``, ``overlap_policy``, ``queue``,
     ``priority``, ``pause_after_failures``, ...). Declared, it is read-only elsewhere; chosen
     in code, the function needs no ``TASKS_DJANGO_TASKS`` entry."""
-    from .services.django_task_paths import ACTION, function_task_id
-
     path = function if isinstance(function, str) else function.module_path
     fields.setdefault("name", path[:200])
     return Schedule(function_task_id(path), action=ACTION, payload={"task": path}, **fields)

@@ -49,6 +49,10 @@ class Bounds:
     why: str
 
 
+# A task's id: slug characters, starting with a letter or digit (``models.task_id_validator``).
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+TASK_ID_MAX_LENGTH = 100
+
 NUMERIC_BOUNDS: dict[str, Bounds] = {
     "priority": Bounds(0, 9, "the broker's priority levels"),
     "max_retries": Bounds(0, 100, "retries of one run"),

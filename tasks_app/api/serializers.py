@@ -249,7 +249,7 @@ class PauseSerializer(StrictSerializerMixin, serializers.Serializer):
 class RunNowSerializer(StrictSerializerMixin, serializers.Serializer):
     """Run the task now; with ``payload``, with that payload instead of the task's."""
 
-    payload = serializers.JSONField(
+    payload = JSONObjectField(
         required=False,
         help_text="This run's own payload (checked against the action's schema, as the "
         "task's would be); a masked secret field keeps the task's value. Unset: the task's.",

@@ -34,7 +34,8 @@ Modules: ``framework`` (the framework's names on either Django; pure checks), ``
 ``django_task`` action, which sends ``task_started`` and ``task_finished``).
 """
 
-from .backend import CeleryRunBackend, enqueue_many
+from typing import TYPE_CHECKING, Any
+
 from .framework import (
     InvalidTask,
     Task,
@@ -45,6 +46,9 @@ from .framework import (
     task_finished,
     task_started,
 )
+
+if TYPE_CHECKING:
+    from .backend import CeleryRunBackend, enqueue_many
 
 __all__ = [
     "CeleryRunBackend",
@@ -58,3 +62,14 @@ __all__ = [
     "task_finished",
     "task_started",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``CeleryRunBackend`` and ``enqueue_many`` on first use: the backend reaches the models
+    and the services, which the pure ``framework`` (read by them, and by declarations in
+    ``tasks_app.schedules``) must be importable without."""
+    if name in ("CeleryRunBackend", "enqueue_many"):
+        from . import backend
+
+        return getattr(backend, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

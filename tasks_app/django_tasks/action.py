@@ -23,9 +23,9 @@ from django.utils import timezone
 
 from ..actions import JSON, ActionError, Outcome, PayloadError, Raised, RunContext, register
 from ..models import Run
-from ..services.django_task import ACTION
 from ..services.django_task_paths import path_refusal, run_refusal
 from .framework import (
+    ACTION,
     TaskContext,
     TaskError,
     TaskResultStatus,

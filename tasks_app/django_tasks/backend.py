@@ -10,9 +10,10 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from ..models import Run
-from ..services.django_task import ACTION, django_task_enqueue, django_task_enqueue_many
+from ..services.django_task import django_task_enqueue, django_task_enqueue_many
 from ..validation import check_run_at, configured_queues
 from .framework import (
+    ACTION,
     DEFAULT_TASK_PRIORITY,
     DEFAULT_TASK_QUEUE_NAME,
     BaseTaskBackend,

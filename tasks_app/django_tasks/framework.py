@@ -5,6 +5,7 @@ whether a call fits the function, how priorities, queues and exception classes m
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import math
 import re
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import django
 from django.utils.module_loading import import_string
+
+from ..validation import TASK_ID_MAX_LENGTH, TASK_ID_PATTERN
 
 if django.VERSION >= (6, 0) or TYPE_CHECKING:
     from django.tasks import (  # type: ignore[import-not-found,unused-ignore]
@@ -52,6 +55,7 @@ else:  # the django-tasks backport: the same API under another name
     from django_tasks.signals import task_enqueued, task_finished, task_started
 
 __all__ = [
+    "ACTION",
     "DEFAULT_TASK_PRIORITY",
     "DEFAULT_TASK_QUEUE_NAME",
     "BaseTaskBackend",
@@ -65,6 +69,7 @@ __all__ = [
     "TaskResultStatus",
     "call_problem",
     "exception_class_path",
+    "function_task_id",
     "json_problem",
     "resolve",
     "run_priority",
@@ -79,6 +84,22 @@ class RunEnded(Exception):
     """A run that ended without an exception of the function: expired before it could
     start, cancelled, skipped, lost with its worker or stopped at its time limit. The
     ``TaskError`` of such an attempt names this class; its traceback holds the run's error."""
+
+
+# The action that calls a @task function inside a run (tasks_app/django_tasks/action.py).
+ACTION = "django_task"
+_TASK_ID = re.compile(TASK_ID_PATTERN)
+
+
+def function_task_id(path: str) -> str:
+    """The id of the task of the ``@task`` function at ``path`` (its enqueues are its
+    runs): the path itself when it makes a task id, else its first characters and a digest
+    of the whole."""
+    if len(path) <= TASK_ID_MAX_LENGTH and _TASK_ID.fullmatch(path):
+        return path
+    digest = hashlib.sha256(path.encode()).hexdigest()[:12]
+    head = path.lstrip("_.-")[: TASK_ID_MAX_LENGTH - len(digest) - 1] or "task"
+    return f"{head}-{digest}"
 
 
 def run_priority(priority: int) -> int:

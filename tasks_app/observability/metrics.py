@@ -146,12 +146,12 @@ class TasksCollector:
         rows = (
             Run.objects.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED])
             .order_by()
-            .values("status", queue_name=run_queue())
+            .values("status", on_queue=run_queue())
             .annotate(n=Count("id"))
         )
         for row in rows:
-            queues.add(row["queue_name"])
-            depth.add_metric([row["queue_name"], row["status"]], row["n"])
+            queues.add(row["on_queue"])
+            depth.add_metric([row["on_queue"], row["status"]], row["n"])
         yield depth
         if not self.broker:
             return

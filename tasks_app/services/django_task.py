@@ -12,8 +12,9 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from .. import store, validation
+from ..django_tasks.framework import ACTION, function_task_id
 from ..models import Run, RunStatus, Task, Trigger
-from .django_task_paths import ACTION, ENQUEUED_BY, function_task_id
+from .django_task_paths import ENQUEUED_BY
 from .errors import ConflictError
 from .run_release import horizon, send_queued
 from .tasks import task_create

@@ -19,24 +19,18 @@ only to let people choose ``@task`` functions.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..actions.allowlist import matches, unmatched
 from ..conf import app_settings
-from ..models import Task, task_id_validator
+from ..django_tasks.framework import function_task_id
 
 SETTING = "TASKS_DJANGO_TASKS"
-# The action that calls a @task function inside a run (tasks_app/django_tasks/action.py).
-ACTION = "django_task"
 # Who the audit trail names as the creator of the tasks enqueues write
 # (``services.django_task.django_task_enqueue``).
 ENQUEUED_BY = "django.tasks"
-_ID_LENGTH = Task._meta.get_field("id").max_length or 100
-_TASK_ID = re.compile(task_id_validator.regex.pattern)
 
 # Set while the services check a payload that calls the function its task is named after.
 _own_function: ContextVar[bool] = ContextVar("django_task_own_function", default=False)
@@ -74,13 +68,3 @@ def run_refusal(path: str, *, task_id: str) -> str | None:
     if function_task_id(path) == task_id or matches(path, app_settings.DJANGO_TASKS):
         return None
     return unmatched(path, app_settings.DJANGO_TASKS, setting=SETTING)
-
-
-def function_task_id(path: str) -> str:
-    """The id of the task of the ``@task`` function at ``path``: the path itself when it
-    makes a task id, else its first characters and a digest of the whole."""
-    if len(path) <= _ID_LENGTH and _TASK_ID.fullmatch(path):
-        return path
-    digest = hashlib.sha256(path.encode()).hexdigest()[:12]
-    head = path.lstrip("_.-")[: _ID_LENGTH - len(digest) - 1] or "task"
-    return f"{head}-{digest}"

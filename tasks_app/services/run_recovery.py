@@ -124,12 +124,12 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     """
     cutoff = now - timedelta(seconds=app_settings.REQUEUE_AFTER_SECONDS)
     lost = list(
-        Run.objects.alias(queue_name=run_queue())
+        Run.objects.alias(on_queue=run_queue())
         .filter(
             status=RunStatus.QUEUED,
             queued_at__lt=cutoff,
             due_at__lt=cutoff,
-            queue_name__in=list(queues),
+            on_queue__in=list(queues),
         )
         .values_list("id", flat=True)
     )

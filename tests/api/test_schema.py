@@ -87,10 +87,12 @@ def test_swagger_ui_is_served_without_a_cdn_or_inline_script(api: APIClient) -> 
 
 
 # Operations whose bodies carry rules a JSON Schema cannot state (a registered action, a
-# payload fitting that action's own schema, cron syntax, an IANA zone, "delay_seconds or
-# run_at, not both", end after start): a schema-valid body may still be a 400 there, and
-# only there. Everywhere else a schema-valid request must be accepted.
+# payload fitting that action's own schema — a task's, or a run's own on execute —, cron
+# syntax, an IANA zone, "delay_seconds or run_at, not both", end after start): a
+# schema-valid body may still be a 400 there, and only there. Everywhere else a
+# schema-valid request must be accepted.
 BUSINESS_RULES = [
+    "tasks_execute",
     "tasks_create",
     "tasks_update",
     "tasks_partial_update",
