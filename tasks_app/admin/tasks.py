@@ -22,13 +22,13 @@ from ..models import (
     Task,
     Trigger,
 )
+from ..selectors.paging import BoundedPaginator
 from ..services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
 from ..timing import scheduling
 from . import views as admin_views
 from .buttons import button_paths
 from .forms import TaskForm, action_schemas
 from .lists import SelectionCheckbox, task_column_filter
-from .paging import BoundedPaginator
 from .task_columns import TaskColumns
 from .views import instant
 
@@ -66,7 +66,7 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
     # A fragment of an id or a word of a name, found through their trigram indexes.
     search_fields = ("id", "name")
     show_full_result_count = False
-    paginator = BoundedPaginator  # no COUNT(*) over every task (admin_paging)
+    paginator = BoundedPaginator  # no COUNT(*) over every task (selectors/paging.py)
     readonly_fields = (
         "status_explained",
         "next_run",
