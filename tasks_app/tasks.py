@@ -15,6 +15,7 @@ from celery.signals import beat_init, task_prerun, worker_init, worker_process_i
 from django.db import close_old_connections, connection
 
 from . import hardening, services
+from .choices import EXECUTE_RUN
 from .models import Run, Task, Trigger
 from .observability import health  # noqa: F401  (starts the worker heartbeat)
 from .services.retry_policy import timed_out_error
@@ -95,7 +96,7 @@ class RunTask(CeleryTask):
 
 
 @shared_task(
-    name="tasks_app.execute_run",
+    name=EXECUTE_RUN,
     bind=True,
     base=RunTask,
     acks_late=True,

@@ -342,7 +342,7 @@ def task_schedule_once(
     if delay_seconds is not None and run_at is not None:
         raise ValidationError({"delay_seconds": [validation.not_both("delay_seconds", "run_at")]})
     if delay_seconds is None and run_at is None:
-        raise ValidationError({"delay_seconds": ["give delay_seconds or run_at"]})
+        raise ValidationError({"delay_seconds": [validation.ONE_RUN_WHEN]})
     if delay_seconds is not None:
         due_at = now + validation.check_delay(delay_seconds)
         trigger = Trigger.DELAY

@@ -202,7 +202,7 @@ class Command(BaseCommand):
             p.add_argument("--name")
             p.add_argument("--description")
             p.add_argument("--queue")
-            p.add_argument("--priority", type=int, help="0-9")
+            p.add_argument("--priority", type=int, help=validation.priority_text())
             p.add_argument("--max-retries", type=int)
             p.add_argument("--timeout", type=duration, help="per-run time limit (90s, 15m, 2h)")
             p.add_argument(
