@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
@@ -77,6 +78,39 @@ def _sync_once_run(task: Task, *, now: datetime) -> None:
     task.load_state()
 
 
+def beat_entry_fields(task: Task) -> dict[str, Any]:
+    """The fields of the beat entry ``task`` owns, its schedule row aside (the one mapping
+    from a task to its ``PeriodicTask``: :func:`sync_periodic_task` writes one entry with
+    it, ``schedules_bulk`` a declared set's). Empty values as ``PeriodicTask.save`` stores
+    them."""
+    return {
+        "name": owned_entry_name(task.id),
+        "task": EXECUTE_TASK,
+        "kwargs": json.dumps({"task_id": task.id}),
+        "enabled": not task.paused,
+        "queue": task.queue or None,
+        "exchange": None,
+        "routing_key": None,
+        "priority": task.priority,
+        "description": f"Owned by task {task.id}; edit the task, not this entry.",
+    }
+
+
+def crontab_fields(task: Task) -> dict[str, str]:
+    """The ``CrontabSchedule`` a cron task's entry points at: its five fields (a macro such
+    as ``@daily`` expanded) and its time zone."""
+    fields = scheduling.parse_cron(task.cron)
+    minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
+    return {
+        "minute": minute,
+        "hour": hour,
+        "day_of_month": dom,
+        "month_of_year": month,
+        "day_of_week": dow,
+        "timezone": str(task.timezone),
+    }
+
+
 def sync_periodic_task(task: Task) -> None:
     """The django-celery-beat entry a recurring task owns; only this function writes it."""
     if not task.is_recurring:
@@ -93,27 +127,8 @@ def sync_periodic_task(task: Task) -> None:
             every=task.interval_seconds, period=IntervalSchedule.SECONDS
         )
     else:
-        fields = scheduling.parse_cron(task.cron)
-        minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
-        crontab, _ = CrontabSchedule.objects.get_or_create(
-            minute=minute,
-            hour=hour,
-            day_of_month=dom,
-            month_of_year=month,
-            day_of_week=dow,
-            timezone=task.timezone,
-        )
-    values = {
-        "name": owned_entry_name(task.id),
-        "task": EXECUTE_TASK,
-        "kwargs": json.dumps({"task_id": task.id}),
-        "interval": interval,
-        "crontab": crontab,
-        "enabled": not task.paused,
-        "queue": task.queue,
-        "priority": task.priority,
-        "description": f"Owned by task {task.id}; edit the task, not this entry.",
-    }
+        crontab, _ = CrontabSchedule.objects.get_or_create(**crontab_fields(task))
+    values = {**beat_entry_fields(task), "interval": interval, "crontab": crontab}
     periodic = task.periodic_task
     if periodic is None:
         periodic = PeriodicTask.objects.create(**values)

@@ -26,10 +26,9 @@ from django_celery_beat.models import CrontabSchedule, IntervalSchedule, Periodi
 
 from .. import secret_fields, store
 from ..models import Run, ScheduleType, Task, TaskAuditEntry
-from ..timing import scheduling
 from ..timing.task_schedule import first_fire
 from .audit import plain
-from .schedule_sync import EXECUTE_TASK, fires_ahead_drop, owned_entry_name
+from .schedule_sync import beat_entry_fields, crontab_fields, fires_ahead_drop
 from .tasks import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
 
 BATCH = 5000
@@ -217,18 +216,9 @@ def _entries(tasks: list[Task]) -> dict[str, dict[str, Any]]:
     crontabs = _crontabs(set(crons.values()))
     return {
         t.pk: {
-            "name": owned_entry_name(t.id),
-            "task": EXECUTE_TASK,
-            "kwargs": json.dumps({"task_id": t.id}),
+            **beat_entry_fields(t),
             "interval_id": intervals[t.interval_seconds] if _is_interval(t) else None,
             "crontab_id": None if _is_interval(t) else crontabs[crons[t.pk]],
-            "enabled": not t.paused,
-            # What PeriodicTask.save stores for empty values.
-            "queue": t.queue or None,
-            "exchange": None,
-            "routing_key": None,
-            "priority": t.priority,
-            "description": f"Owned by task {t.id}; edit the task, not this entry.",
         }
         for t in tasks
     }
@@ -267,9 +257,8 @@ def _plain(value: Any) -> Any:
 
 
 def _cron_key(task: Task) -> CronKey:
-    fields = scheduling.parse_cron(task.cron)
-    minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
-    return (minute, hour, dom, month, dow, str(task.timezone))
+    minute, hour, dom, month, dow, zone = crontab_fields(task).values()
+    return (minute, hour, dom, month, dow, zone)
 
 
 def _intervals(seconds: set[int | None]) -> dict[int | None, int]:
