@@ -127,6 +127,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "pure",
         (
             "tasks_app.choices",
+            "tasks_app.display",
             "tasks_app.conf",
             "tasks_app.timing",
             "tasks_app.validation",

@@ -34,6 +34,8 @@ from django.utils.dateparse import parse_datetime
 
 from tasks_app import permissions, secret_fields, selectors, services, validation
 from tasks_app.conf import app_settings
+from tasks_app.display import duration as display_duration
+from tasks_app.display import relative, schedule_brief
 from tasks_app.models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 from tasks_app.observability.logs import quiet_console
 from tasks_app.representations import (
@@ -115,27 +117,6 @@ def argv(text: str) -> list[str]:
 # -- output --------------------------------------------------------------------------------
 
 
-def relative(value: datetime | None, now: datetime) -> str:
-    """``in 4 min``, ``12 s ago``, ``now``; ``-`` for nothing."""
-    if value is None:
-        return "-"
-    seconds = (value - now).total_seconds()
-    size = abs(seconds)
-    if size < 1:
-        return "now"
-    for unit, length in (("d", 86400), ("h", 3600), ("min", 60)):
-        if size >= length:
-            text = (
-                f"{size / length:.0f} {unit}"
-                if size / length >= 10
-                else f"{size / length:.1f}".rstrip("0").rstrip(".") + f" {unit}"
-            )
-            break
-    else:
-        text = f"{size:.0f} s"
-    return f"in {text}" if seconds > 0 else f"{text} ago"
-
-
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     widths = [
         max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
@@ -146,16 +127,6 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
         "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
     ]
     return "\n".join(lines)
-
-
-def schedule_text(task: Task) -> str:
-    if task.schedule_type == "interval":
-        return f"every {task.interval_seconds} s"
-    if task.schedule_type == "cron":
-        return f"cron {task.cron} ({task.timezone})"
-    if task.schedule_type == "once":
-        return f"once at {task.run_at.isoformat() if task.run_at else '?'}"
-    return "on demand"
 
 
 def one_line(exc: Exception) -> str:
@@ -484,7 +455,7 @@ class Command(BaseCommand):
                 t.id,
                 t.name or "-",
                 t.action,
-                schedule_text(t),
+                schedule_brief(t),
                 t.state.status,
                 self.next_run(t, short=True),
             ]
@@ -512,7 +483,7 @@ class Command(BaseCommand):
             ("name", task.name or "-"),
             ("action", task.action),
             ("payload", json.dumps(secret_fields.payload_masked(task.action, task.payload))),
-            ("schedule", schedule_text(task)),
+            ("schedule", schedule_brief(task)),
             ("status", task.state.status),
             *(
                 [
@@ -567,7 +538,7 @@ class Command(BaseCommand):
             task = services.task_update(task=task, data=self.recurring(o), by=self.by)
             self.out(
                 TaskOutputSerializer(task).data,
-                f"task {task.id}: {schedule_text(task)}, next fire {self.next_run(task, short=True)}",
+                f"task {task.id}: {schedule_brief(task)}, next fire {self.next_run(task, short=True)}",
             )
             return
         run = services.task_schedule_once(
@@ -762,7 +733,7 @@ class Command(BaseCommand):
                 str(r.attempt),
                 relative(r.due_at, self.now),
                 relative(r.started_at, self.now),
-                "-" if r.duration_ms is None else f"{r.duration_ms} ms",
+                display_duration(r.duration_ms),
             ]
             for r in runs
         ]
