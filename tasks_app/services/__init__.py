@@ -39,6 +39,7 @@ from .schedule_sync import EXECUTE_TASK, OWNED_ENTRY_PREFIX
 from .schedules_sync import Plan, SchedulesError, schedules_apply, schedules_plan, schedules_sync
 from .tasks import (
     TASK_FIELDS,
+    definition_refusal,
     task_backfill,
     task_create,
     task_create_with_run,
@@ -61,6 +62,7 @@ __all__ = [
     "schedules_plan",
     "schedules_sync",
     "TASK_FIELDS",
+    "definition_refusal",
     "ConflictError",
     "PruneReport",
     "alarms_check",

@@ -125,13 +125,23 @@ def schedule_makes_runs(task: Task, *, previous: Task | None) -> bool:
     )
 
 
+def definition_refusal(task: Task) -> str | None:
+    """Why the definition of ``task`` cannot be changed or deleted from here (it is declared
+    in code: only ``manage.py tasks sync`` changes it), or ``None``. The one statement of
+    the rule: the services refuse with it, the admin makes the fields read-only by it."""
+    if not task.declared_in:
+        return None
+    return (
+        f"task {task.pk!r} is declared in {task.declared_in}: change it there and run "
+        "manage.py tasks sync (run now, pause, resume and backfill stay available)"
+    )
+
+
 def check_not_declared(task: Task) -> None:
     """Refuse (``ConflictError``, a 409) to change the definition of a task declared in code."""
-    if task.declared_in:
-        raise ConflictError(
-            f"task {task.pk!r} is declared in {task.declared_in}: change it there and run "
-            "manage.py tasks sync (run now, pause, resume and backfill stay available)"
-        )
+    refusal = definition_refusal(task)
+    if refusal:
+        raise ConflictError(refusal)
 
 
 def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
