@@ -143,7 +143,7 @@ if not DATABASE_URL:
         "otherwise point it at Postgres >= 14, e.g. postgres://user:password@host:5432/tasks"
     )
 # The ORM binds parameters client-side and never prepares; the one-statement paths of a
-# run's life (creation, claim, completion: tasks_app.services.runs) are server-side bound
+# run's life (creation, claim, completion: tasks_app.store's named statements) are server-side bound
 # and prepared once per connection, which halves their cost. Django leaves
 # prepare_threshold unset (nothing prepared); 0 here keeps it so, for a connection pooler
 # without prepared-statement support.
@@ -316,8 +316,8 @@ CELERY_WORKER_CONSUMER = "tasks_app.worker.consumer:Consumer"
 # keeps its connection like a web process does: tasks_app.tasks checks it before each task
 # (close_old_connections: CONN_MAX_AGE, CONN_HEALTH_CHECKS, errors). Celery would still close
 # it every CELERY_DB_REUSE_MAX tasks; that count is set out of reach, so the connection's age
-# (DATABASE_CONN_MAX_AGE) is what recycles it: every 1,000 tasks was a reconnect every ~10 s
-# per process at 200 runs/s, and each one delayed the runs due meanwhile by up to ~150 ms.
+# (DATABASE_CONN_MAX_AGE) is what recycles it: a reconnect every few seconds delayed the runs
+# due meanwhile (CHANGELOG.md has the figures).
 CELERY_DB_REUSE_MAX = 10**12
 # A worker that lost its broker connection lets its runs go on and record their outcome: the
 # broker redelivers their messages, and the claim finds each run's executor lock held and

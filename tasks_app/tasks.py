@@ -69,8 +69,8 @@ def make_non_dumpable(**_: Any) -> None:
 @worker_process_init.connect
 def freeze_startup_objects(**_: Any) -> None:
     """Move everything a worker process holds once started (Django, Celery, the app) out of
-    the garbage collector's reach. Otherwise each full collection walks all of it: a pause
-    of ~100 ms every ten-odd seconds at 200 runs/s, and the runs due meanwhile start late."""
+    the garbage collector's reach. Otherwise each full collection walks all of it, and the
+    runs due during that pause start late."""
     gc.collect()
     gc.freeze()
 
