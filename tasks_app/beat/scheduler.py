@@ -47,8 +47,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 from .. import services
 from ..conf import app_settings
 from ..observability import health, metrics
-from ..worker import recovery
-from . import leadership, retention
+from . import leadership, prune_thread, sweep
 from .fire_ahead import FireAhead
 
 log = logging.getLogger(__name__)
@@ -179,7 +178,7 @@ class TaskScheduler(DatabaseScheduler):
     def leader_pass(self, now: datetime) -> None:
         """Everything only the leader does, once per tick."""
         started = time.perf_counter()
-        recovery.recover_runs(now=now)  # expired, stalled, lost runs; never raises
+        sweep.recover_runs(now=now)  # expired, stalled, lost runs; never raises
         # Each step on its own: one failing (a database blip) must neither kill beat nor
         # hold back the others; the next tick retries it. (One bad task cannot make a step
         # fail: firing isolates it, see services.firing.)
@@ -188,7 +187,7 @@ class TaskScheduler(DatabaseScheduler):
         self._step("planning ahead", self.fire_ahead.plan, now=now)
         self._step("alarms", services.alarms_check, now=now)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.
-        retention.keep_pruning()  # old runs deleted from a thread of its own while leading
+        prune_thread.keep_pruning()  # old runs deleted from a thread of its own while leading
         metrics.beat_tick_record(duration_seconds=time.perf_counter() - started)
         if self._first_pass:
             # Start-up (or take-over) done: this beat now fires the schedules.

@@ -12,7 +12,7 @@ task's schedule, next fire and beat entry), ``run_create`` (new runs and attempt
 interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
 (recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
 framework), ``schedules_sync`` (schedules declared in code, applied by ``manage.py tasks
-sync``), ``alarms`` (missed-run alarms), ``retention`` (old runs
+sync``), ``alarms`` (missed-run alarms), ``runs_prune`` (old runs
 deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
 """
 
@@ -20,7 +20,6 @@ from .alarms import alarms_check
 from .duplicate import task_duplicate
 from .errors import ConflictError
 from .firing import schedule_fire_due
-from .retention import PruneReport, runs_prune
 from .retry_policy import retry_delay
 from .run_create import run_create, run_retry
 from .run_lifecycle import (
@@ -35,6 +34,7 @@ from .run_lifecycle import (
 )
 from .run_release import horizon, publish_runs, release_due_runs, release_fires_ahead
 from .run_tally import run_tally_advance
+from .runs_prune import PruneReport, runs_prune
 from .schedule_sync import EXECUTE_TASK, OWNED_ENTRY_PREFIX
 from .schedules_sync import Plan, SchedulesError, schedules_apply, schedules_plan, schedules_sync
 from .tasks import (
