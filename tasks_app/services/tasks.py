@@ -27,7 +27,7 @@ from .audit import audit, plain
 from .errors import ConflictError
 from .run_create import new_run, run_create
 from .run_release import publish_runs, release_due_runs
-from .schedule_sync import fires_ahead_drop, sync_periodic_task, sync_schedule
+from .schedule_mirror import fires_ahead_drop, sync_periodic_task, sync_schedule
 from .task_rules import check_expiry, check_runnable, stored_schedule_of, task_check
 
 Actor = permissions.Actor

@@ -431,7 +431,7 @@ def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
     from django_celery_beat.models import CrontabSchedule, PeriodicTasks
 
     from tasks_app.models import TaskState
-    from tasks_app.services.schedules_sync import schedules_apply, schedules_plan
+    from tasks_app.schedules.sync import schedules_apply, schedules_plan
 
     def release(*, bulk: bool) -> tuple[dict[str, object], list[dict[str, object]]]:
         # A schedule row that exists before the sync is reused, not created again.

@@ -135,7 +135,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.hardening",
             "tasks_app.client_address",
             "tasks_app.queues",
-            "tasks_app.schedules",
+            "tasks_app.schedules.definition",
             "tasks_app.secret_fields",
             "tasks_app.django_tasks.framework",
             "tasks_app.broker",
@@ -147,6 +147,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "services",
         (
             "tasks_app.services",
+            "tasks_app.schedules",
             "tasks_app.selectors",
             "tasks_app.permissions",
             "tasks_app.tokens",

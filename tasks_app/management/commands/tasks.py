@@ -44,6 +44,7 @@ from tasks_app.representations import (
     TaskCreatedSerializer,
     TaskOutputSerializer,
 )
+from tasks_app.schedules import sync as declared
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 MAX_LIMIT = 10_000  # rows a list prints at most
@@ -704,8 +705,8 @@ class Command(BaseCommand):
             )
             return
         try:
-            plan = services.schedules_plan() if dry else services.schedules_sync()
-        except services.SchedulesError as exc:
+            plan = declared.schedules_plan() if dry else declared.schedules_sync()
+        except declared.SchedulesError as exc:
             for line in exc.lines:
                 self.stderr.write(f"{exc.module}: {line}")
             raise CommandError(

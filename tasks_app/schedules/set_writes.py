@@ -9,7 +9,7 @@ it), plans their first fires in one statement (``tasks_plan_fires``) and writes 
 ran, with their beat entries and both audit entries. Neither marks django-celery-beat's
 ``PeriodicTasks`` changed: the caller does that once for the whole set.
 
-The definitions were checked before (``schedules_sync.schedules_plan``): nothing here
+The definitions were checked before (``schedules.sync.schedules_plan``): nothing here
 validates again.
 """
 
@@ -26,10 +26,10 @@ from django_celery_beat.models import CrontabSchedule, IntervalSchedule, Periodi
 
 from .. import secret_fields, store
 from ..models import Run, ScheduleType, Task, TaskAuditEntry
+from ..services.audit import plain
+from ..services.schedule_mirror import beat_entry_fields, crontab_fields, fires_ahead_drop
+from ..services.tasks import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
 from ..timing.task_schedule import first_fire
-from .audit import plain
-from .schedule_sync import beat_entry_fields, crontab_fields, fires_ahead_drop
-from .tasks import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
 
 BATCH = 5000
 

@@ -24,22 +24,12 @@ The keywords are the REST API's task fields (``action``, ``payload``, ``schedule
 definition states the whole task. ``manage.py tasks sync`` checks every definition with the
 API's rules before it writes anything, then creates, updates and removes tasks to match the
 list, in one transaction (``--plan`` shows the difference, ``--check`` exits 1 while there
-is one). See ``tasks_app.services.schedules_sync``.
+is one).
+
+The package: ``definition`` (the ``Schedule`` type), ``sync`` (plan and apply a declared
+set, all or nothing), ``set_writes`` (the set's rows written in a few statements).
 """
 
-from __future__ import annotations
+from .definition import Schedule
 
-from dataclasses import dataclass, field
-from typing import Any
-
-
-@dataclass(frozen=True, init=False)
-class Schedule:
-    """One task, as code declares it: its id and its fields (keywords of the REST API)."""
-
-    id: str
-    fields: dict[str, Any] = field(default_factory=dict)
-
-    def __init__(self, id: str, /, **fields: Any) -> None:
-        object.__setattr__(self, "id", id)
-        object.__setattr__(self, "fields", dict(fields))
+__all__ = ["Schedule"]

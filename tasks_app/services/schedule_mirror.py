@@ -1,5 +1,5 @@
-"""A task's schedule kept in line with the task: its ``next_run_at``, the run a ``once``
-task owns, and the django-celery-beat entry a recurring task owns (written here only)."""
+"""The mirror of a task's schedule, kept in line with the task: its ``next_run_at``, the run a
+``once`` task owns, and the django-celery-beat entry a recurring task owns (written here only)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _sync_once_run(task: Task, *, now: datetime) -> None:
 def beat_entry_fields(task: Task) -> dict[str, Any]:
     """The fields of the beat entry ``task`` owns, its schedule row aside (the one mapping
     from a task to its ``PeriodicTask``: :func:`sync_periodic_task` writes one entry with
-    it, ``schedules_bulk`` a declared set's). Empty values as ``PeriodicTask.save`` stores
+    it, ``tasks_app.schedules.set_writes`` a declared set's). Empty values as ``PeriodicTask.save`` stores
     them."""
     return {
         "name": owned_entry_name(task.id),
