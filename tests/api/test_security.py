@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import re
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.helpers import manage
 from tests.processes import ROOT
 
 PRODUCTION = {
@@ -19,18 +18,6 @@ PRODUCTION = {
     "DJANGO_ALLOWED_HOSTS": "tasks.example.com",
     "CELERY_BROKER_URL": "amqp://app@mq.internal:5672//",
 }
-
-
-def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LANG": "C.UTF-8", **env}
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_check_deploy_passes_with_the_production_environment() -> None:

@@ -237,3 +237,16 @@ def test_tasks_app_never_lifts_the_status_guard() -> None:
         and "allow_status_writes" in path.read_text()
     ]
     assert users == []
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    """Helpers shared by test modules live in shared helper modules (``tests/helpers.py``,
+    ``tests/processes.py``, ...): importing one test module from another runs its tests'
+    module-level code twice and hides where a helper lives."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if re.search(r"(^|\.)test_\w+$", node.module):
+                    offenders.append(f"{path.relative_to(ROOT)}: {node.module}")
+    assert offenders == []

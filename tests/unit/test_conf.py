@@ -18,7 +18,7 @@ from tasks_app.conf import (
     environ_settings,
     settings_table,
 )
-from tests.api.test_security import manage
+from tests.helpers import manage
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATIONS = ROOT / "docs" / "operations.md"
