@@ -14,7 +14,8 @@ from django.test import override_settings
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.management.commands.tasks import duration, relative
+from tasks_app.display import relative
+from tasks_app.management.cli.arguments import duration
 from tasks_app.models import Run, Task, TaskAuditEntry
 from tests.helpers import cli
 from tests.processes import wait_until
