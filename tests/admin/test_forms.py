@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from tasks_app.models import Run, Task, TaskStatus, Trigger
-from tests.helpers import form
+from tests.shared import form
 
 pytestmark = pytest.mark.django_db
 

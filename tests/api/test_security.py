@@ -10,8 +10,8 @@ import re
 import secrets
 from pathlib import Path
 
-from tests.helpers import manage
 from tests.processes import ROOT
+from tests.shared import manage
 
 PRODUCTION = {
     "DATABASE_URL": "postgres://app@db.internal:5432/tasks",

@@ -13,8 +13,8 @@ import pytest
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
 from tests.browser.conftest import DOCS, WIDE
-from tests.helpers import LONG_ID
 from tests.processes import wait_until
+from tests.shared import LONG_ID
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-ops-123"

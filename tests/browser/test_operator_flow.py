@@ -11,8 +11,8 @@ import pytest
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
-from tests.helpers import log_in
 from tests.processes import wait_until
+from tests.shared import log_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 MESSAGE = "hello from the browser"

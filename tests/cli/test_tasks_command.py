@@ -17,8 +17,8 @@ from tasks_app import services
 from tasks_app.display import relative
 from tasks_app.management.cli.arguments import duration
 from tasks_app.models import Run, Task, TaskAuditEntry
-from tests.helpers import cli
 from tests.processes import wait_until
+from tests.shared import cli
 from tests.stored_rows import run_set
 
 

@@ -11,8 +11,8 @@ import pytest
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tasks_app.services import run_tally
-from tests.helpers import runs_total, scrape
 from tests.processes import wait_until
+from tests.shared import runs_total, scrape
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -11,8 +11,8 @@ from django.test import override_settings
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tasks_app.observability import metrics
-from tests.helpers import runs_total, scrape
 from tests.processes import wait_until
+from tests.shared import runs_total, scrape
 from tests.stored_rows import run_set
 
 TOKEN = "s3cret-scrape-token"

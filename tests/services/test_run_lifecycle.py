@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from tasks_app import services, store
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
-from tests.helpers import queued_run
+from tests.shared import queued_run
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db

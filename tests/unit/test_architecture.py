@@ -240,7 +240,7 @@ def test_tasks_app_never_lifts_the_status_guard() -> None:
 
 
 def test_no_test_module_imports_another_test_module() -> None:
-    """Helpers shared by test modules live in shared helper modules (``tests/helpers.py``,
+    """Helpers shared by test modules live in shared helper modules (``tests/shared.py``,
     ``tests/processes.py``, ...): importing one test module from another runs its tests'
     module-level code twice and hides where a helper lives."""
     offenders = []

@@ -18,7 +18,7 @@ from tasks_app.conf import (
     environ_settings,
     settings_table,
 )
-from tests.helpers import manage
+from tests.shared import manage
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATIONS = ROOT / "docs" / "operations.md"
