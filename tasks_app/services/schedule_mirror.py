@@ -1,5 +1,7 @@
 """The mirror of a task's schedule, kept in line with the task: its ``next_run_at``, the run a
-``once`` task owns, and the django-celery-beat entry a recurring task owns (written here only)."""
+``once`` task owns, and the django-celery-beat entry a recurring task owns (its fields are
+:func:`beat_entry_fields`'s, whoever writes it: one task here, a declared set in
+``tasks_app.schedules.set_writes``)."""
 
 from __future__ import annotations
 
@@ -112,7 +114,8 @@ def crontab_fields(task: Task) -> dict[str, str]:
 
 
 def sync_periodic_task(task: Task) -> None:
-    """The django-celery-beat entry a recurring task owns; only this function writes it."""
+    """The django-celery-beat entry a recurring task owns, written from :func:`beat_entry_fields`
+    (as a declared set's entries are, in bulk, by ``tasks_app.schedules.set_writes``)."""
     if not task.is_recurring:
         if task.periodic_task_id:
             periodic = task.periodic_task
