@@ -15,21 +15,23 @@ validates again.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from django.db import connection, models
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from .. import secret_fields, store
+from .. import secret_fields
 from ..models import Run, ScheduleType, Task, TaskAuditEntry
 from ..services.audit import plain
-from ..services.schedule_mirror import beat_entry_fields, crontab_fields, fires_ahead_drop
+from ..services.schedule_mirror import (
+    beat_entry_fields,
+    crontab_fields,
+    fires_ahead_drop,
+    tasks_plan_fires,
+)
 from ..services.tasks import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
-from ..timing.task_schedule import first_fire
 
 BATCH = 5000
 
@@ -48,7 +50,7 @@ def create_recurring(tasks: list[Task], *, module: str, by: str) -> None:
         task.declared_in = module
         task.periodic_task = entry
     _copy(Task, tasks)  # a trigger inserts each state row
-    _plan_fires(tasks, now=now, replan=set(tasks))
+    tasks_plan_fires(tasks, now=now, replan=set(tasks), batch=BATCH)
     _copy(
         TaskAuditEntry,
         (
@@ -128,7 +130,7 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
     ]
     Task.objects.bulk_update(mine, columns, batch_size=1000)
     fires_ahead_drop(refire, now=now)
-    _plan_fires(mine, now=now, replan=replan)
+    tasks_plan_fires(mine, now=now, replan=replan, batch=BATCH)
     entries = _entries(mine)
     for task in mine:
         entry = stored[task.pk].periodic_task
@@ -222,18 +224,6 @@ def _entries(tasks: list[Task]) -> dict[str, dict[str, Any]]:
         }
         for t in tasks
     }
-
-
-def _plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task]) -> None:
-    """``task_plan_fires`` of each task (its first fire from ``now`` if in ``replan``)."""
-    for start in range(0, len(tasks), BATCH):
-        chunk = tasks[start : start + BATCH]
-        fires = [
-            {"id": t.pk, "replan": t in replan, "first_fire": fire and fire.isoformat()}
-            for t in chunk
-            for fire in (first_fire(t, now=now),)
-        ]
-        store.execute("tasks_plan_fires", {"fires": json.dumps(fires)})
 
 
 def _is_interval(task: Task) -> bool:

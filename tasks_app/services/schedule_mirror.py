@@ -49,6 +49,20 @@ def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
     sync_periodic_task(task)
 
 
+def tasks_plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task], batch: int) -> None:
+    """``task_plan_fires`` of a set of tasks in statements of ``batch`` tasks
+    (``tasks_plan_fires``): each task's first fire from ``now`` if it is in ``replan``. The
+    set writes of ``manage.py tasks sync`` (``tasks_app.schedules.set_writes``) plan with it."""
+    for start in range(0, len(tasks), batch):
+        chunk = tasks[start : start + batch]
+        fires = [
+            {"id": t.pk, "replan": t in replan, "first_fire": fire and fire.isoformat()}
+            for t in chunk
+            for fire in (first_fire(t, now=now),)
+        ]
+        store.execute("tasks_plan_fires", {"fires": json.dumps(fires)})
+
+
 def fires_ahead_drop(task_ids: Iterable[str], *, now: datetime) -> None:
     """Remove the fires of ``task_ids`` recorded ahead of their instant (``drop_fires_ahead``):
     the tasks were paused or what their fires are changed, before the fires came due. Beat
