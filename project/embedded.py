@@ -66,7 +66,9 @@ def say(message: str) -> None:
 
 
 def var_dir(environ: dict[str, str]) -> Path:
-    return Path(environ.get("TASKS_VAR_DIR") or BASE_DIR / "var").resolve()
+    from tasks_app.conf import deployment_settings  # the one reader of TASKS_* variables
+
+    return Path(deployment_settings(environ)["VAR_DIR"] or BASE_DIR / "var").resolve()
 
 
 class EmbeddedPostgres:

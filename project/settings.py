@@ -23,7 +23,7 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from tasks_app.api.enum_names import ENUM_NAME_OVERRIDES
-from tasks_app.conf import environ_settings
+from tasks_app.conf import deployment_settings, environ_settings
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -42,10 +42,12 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
+# The deployment's TASKS_* variables (typed, defaults and errors in tasks_app/conf.py).
+DEPLOYMENT = deployment_settings(os.environ)
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("TASKS_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = Path(DEPLOYMENT["VAR_DIR"] or BASE_DIR / "var")
 # Set by the embedded launcher (project/embedded.py) for the processes it starts.
-EMBEDDED = env_bool("TASKS_EMBEDDED", False)
+EMBEDDED: bool = DEPLOYMENT["EMBEDDED"]
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
@@ -91,7 +93,7 @@ INSTALLED_APPS = [
     "csp",
     "tasks_app",
     # Your own apps (e.g. one that registers actions), comma-separated dotted paths.
-    *env_list("TASKS_EXTRA_APPS", ""),
+    *DEPLOYMENT["EXTRA_APPS"],
 ]
 if django.VERSION < (6, 0):
     # Django's task framework on 5.2: the django-tasks backport (built into Django 6.0).
@@ -141,7 +143,7 @@ if not DATABASE_URL:
         "otherwise point it at Postgres >= 14, e.g. postgres://user:password@host:5432/tasks"
     )
 # The ORM binds parameters client-side and never prepares; the one-statement paths of a
-# run's life (creation, claim, completion: tasks_app.services.runs) are server-side bound
+# run's life (creation, claim, completion: tasks_app.store's named statements) are server-side bound
 # and prepared once per connection, which halves their cost. Django leaves
 # prepare_threshold unset (nothing prepared); 0 here keeps it so, for a connection pooler
 # without prepared-statement support.
@@ -241,9 +243,7 @@ SECURE_HSTS_PRELOAD = SECURE_SSL
 # address (API throttling, login lockout, /metrics networks: tasks_app.client_address) and
 # trusting X-Forwarded-Proto for HTTPS. 0: nothing from those headers is believed (a client
 # could forge them); 1 on a PaaS or behind one proxy you run.
-TRUSTED_PROXIES = int(os.environ.get("TASKS_TRUSTED_PROXIES", "0"))
-if TRUSTED_PROXIES < 0:
-    raise ImproperlyConfigured("TASKS_TRUSTED_PROXIES must be 0 or more (proxies in front of web)")
+TRUSTED_PROXIES: int = DEPLOYMENT["TRUSTED_PROXIES"]
 if TRUSTED_PROXIES:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_REDIRECT_EXEMPT = [r"^api/health$", r"^metrics$"]
@@ -273,8 +273,8 @@ CONTENT_SECURITY_POLICY = {
 # TASKS_LOGIN_COOLOFF_SECONDS; a failure during the lockout starts the cool-off again. Pairs,
 # not addresses alone, so an attacker cannot lock the real operator out from elsewhere.
 # Attempts are rows (the admin's "Access attempts"); `manage.py axes_reset` lifts lockouts.
-AXES_FAILURE_LIMIT = int(os.environ.get("TASKS_LOGIN_FAILURE_LIMIT", "10"))
-AXES_COOLOFF_TIME = timedelta(seconds=env_float("TASKS_LOGIN_COOLOFF_SECONDS", 900.0))
+AXES_FAILURE_LIMIT = DEPLOYMENT["LOGIN_FAILURE_LIMIT"]
+AXES_COOLOFF_TIME = timedelta(seconds=DEPLOYMENT["LOGIN_COOLOFF_SECONDS"])
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_CLIENT_IP_CALLABLE = "tasks_app.client_address.client_ip"
@@ -292,7 +292,7 @@ if POSTGRES_BROKER:
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         # How often an idle worker asks Postgres for a message: the worst-case extra delay of
         # a "run now" (runs with an ETA are fetched ahead of time and start on the instant).
-        "polling_interval": env_float("TASKS_BROKER_POLLING_INTERVAL", 0.05),
+        "polling_interval": DEPLOYMENT["BROKER_POLLING_INTERVAL"],
         "pool_pre_ping": True,
         "pool_size": 2,
         "max_overflow": 4,
@@ -316,8 +316,8 @@ CELERY_WORKER_CONSUMER = "tasks_app.worker.consumer:Consumer"
 # keeps its connection like a web process does: tasks_app.tasks checks it before each task
 # (close_old_connections: CONN_MAX_AGE, CONN_HEALTH_CHECKS, errors). Celery would still close
 # it every CELERY_DB_REUSE_MAX tasks; that count is set out of reach, so the connection's age
-# (DATABASE_CONN_MAX_AGE) is what recycles it: every 1,000 tasks was a reconnect every ~10 s
-# per process at 200 runs/s, and each one delayed the runs due meanwhile by up to ~150 ms.
+# (DATABASE_CONN_MAX_AGE) is what recycles it: a reconnect every few seconds delayed the runs
+# due meanwhile (CHANGELOG.md has the figures).
 CELERY_DB_REUSE_MAX = 10**12
 # A worker that lost its broker connection lets its runs go on and record their outcome: the
 # broker redelivers their messages, and the claim finds each run's executor lock held and
@@ -330,7 +330,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Workers wait for the broker however long it is away (Celery's default gives up after 100).
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("TASKS_DEFAULT_QUEUE", "celery")
+CELERY_TASK_DEFAULT_QUEUE = DEPLOYMENT["DEFAULT_QUEUE"]
 # The schedules this project declares in code (`manage.py tasks sync`).
 TASKS_SCHEDULES_MODULE = "project.schedules"
 # The admin is the product's: its name, "View site" opening the overview, its models first.
@@ -396,8 +396,8 @@ SERVER_EMAIL = os.environ.get("SERVER_EMAIL", DEFAULT_FROM_EMAIL)
 # default cache, Redis in production) and how many proxies' X-Forwarded-For it believes.
 REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {
-        "user": os.environ.get("TASKS_API_RATE_USER", "1200/minute"),
-        "anon": os.environ.get("TASKS_API_RATE_ANON", "60/minute"),
+        "user": DEPLOYMENT["API_RATE_USER"],
+        "anon": DEPLOYMENT["API_RATE_ANON"],
     },
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     # X-Forwarded-For is believed up to the trusted proxies only (see TASKS_TRUSTED_PROXIES).

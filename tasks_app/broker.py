@@ -18,11 +18,11 @@ What differs from ``kombu.transport.sqlalchemy``:
   ``polling_interval`` after every empty turn, including the turns where the worker could
   not take a message because its prefetch window was full (``acks_late`` with prefetch 1):
   then every acknowledgement waits up to a full interval before the next message is fetched,
-  which capped a 2-process worker at ~50 tasks/s with a 50 ms interval. Here only a turn that
+  which capped a worker's throughput at one message per interval and process. Here only a turn that
   found the queue empty sleeps the full interval; a turn blocked by the prefetch window
   backs off from 1 ms up to it.
 - **One statement per message.** Publishing is a plain ``INSERT`` (the stock channel goes
-  through the ORM's unit of work, ~10 ms of Python per message here), and the queue's id is
+  through the ORM's unit of work, costly Python per message), and the queue's id is
   looked up once per channel.
 - **A closed channel returns its database connection** to the pool at once.
 - **Delivered messages are deleted.** The stock channel marks a delivered row
@@ -106,8 +106,8 @@ class Channel(kombu_sqlalchemy.Channel):
             if key not in NOT_ENGINE_OPTIONS
         }
         options.setdefault("pool_pre_ping", True)
-        # Taking a message is a DELETE, and a commit that waits for its WAL flush cost ~20 ms
-        # on the test machine's disk: one message at a time, 50 tasks/s at most. Without the
+        # Taking a message is a DELETE, and a commit that waits for its WAL flush costs a
+        # disk flush per message, which bounds how many a worker takes a second. Without the
         # wait, a Postgres crash (not a process crash) can forget the last few hundred ms of
         # broker writes: a taken message comes back (the worker's claim ignores the
         # duplicate) or a published one is lost (beat's recovery publishes the run again).

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from django.db import models
 
+# The Celery task that executes a run (``tasks_app.tasks.execute_run``): the name its messages
+# carry (``tasks_app.dispatch``) and the worker's logs recognise (``observability.logs``).
+EXECUTE_RUN = "tasks_app.execute_run"
+
 
 class ScheduleType(models.TextChoices):
     NONE = "none", "On demand"

@@ -243,7 +243,8 @@ class Networks(Texts):
 def default_queue() -> str:
     """Where a task without a queue of its own runs: Celery's ``task_default_queue`` as the
     project sets it (``CELERY_TASK_DEFAULT_QUEUE``), else Celery's own default, ``celery``."""
-    return str(getattr(django_settings, "CELERY_TASK_DEFAULT_QUEUE", None) or "celery")
+    celery_default = DeploymentSettings.DEFAULT_QUEUE.default_value()
+    return str(getattr(django_settings, "CELERY_TASK_DEFAULT_QUEUE", None) or celery_default)
 
 
 def _default_queues() -> list[str]:
@@ -569,6 +570,44 @@ def environ_settings(environ: Mapping[str, str]) -> dict[str, Any]:
         if text is None or (text.strip() == "" and isinstance(setting, Number | Flag)):
             continue
         values[setting.name] = setting.parse(text.strip())
+    return values
+
+
+class DeploymentSettings:
+    """The ``TASKS_*`` environment variables a project's settings read for its deployment.
+
+    They set Django's, django-axes', DRF's and Kombu's settings (``project/settings.py``),
+    not the app's, so they are not in :class:`AppSettings` nor its table (docs/operations.md
+    lists them with the deployment's variables); they are declared here so that every
+    ``TASKS_*`` name is read by this one module, with the same parsing and the same
+    ``ImproperlyConfigured`` message. Read them with :func:`deployment_settings`."""
+
+    VAR_DIR = Text("", "where the embedded stack keeps its files (empty: the project's var/)")
+    EMBEDDED = Flag(False, "the processes of the embedded stack (set by its launcher)")
+    EXTRA_APPS = Texts([], "more Django apps to install (e.g. one that registers actions)")
+    TRUSTED_PROXIES = Number(0, "reverse proxies in front of web", integer=True)
+    LOGIN_FAILURE_LIMIT = Number(10, "failed logins that lock a pair out", integer=True, low=1)
+    LOGIN_COOLOFF_SECONDS = Number(900.0, "how long a lockout lasts")
+    BROKER_POLLING_INTERVAL = Number(0.05, "Postgres broker: idle poll interval", above=True)
+    DEFAULT_QUEUE = Text("celery", "Celery's default queue (CELERY_TASK_DEFAULT_QUEUE)")
+    API_RATE_USER = Text("1200/minute", "API throttle rate of a signed-in caller")
+    API_RATE_ANON = Text("60/minute", "API throttle rate of an anonymous caller")
+
+    @classmethod
+    def declared(cls) -> Iterator[Setting[Any]]:
+        for value in vars(cls).values():
+            if isinstance(value, Setting):
+                yield value
+
+
+def deployment_settings(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``{"TRUSTED_PROXIES": 1, ...}``: each :class:`DeploymentSettings` variable from
+    ``environ`` in its type (empty counts as unset), else its default."""
+    values: dict[str, Any] = {}
+    for setting in DeploymentSettings.declared():
+        text = (environ.get(setting.name) or "").strip()
+        short = setting.name.removeprefix(PREFIX)
+        values[short] = setting.parse(text) if text else setting.default_value()
     return values
 
 

@@ -18,12 +18,13 @@ from kombu import Queue
 from kombu.exceptions import OperationalError
 
 from . import queues
+from .choices import EXECUTE_RUN
 from .conf import app_settings
 from .models import Run
+from .validation import NUMERIC_BOUNDS
 
 log = logging.getLogger(__name__)
 
-EXECUTE_RUN = "tasks_app.execute_run"
 HARD_LIMIT_GRACE_SECONDS = 5
 # A broker that takes a message but never confirms it (a resource alarm) fails the publish
 # after this long instead of hanging the caller; the run stays pending (docs/reliability.md).
@@ -288,7 +289,7 @@ def _batch_publisher() -> BatchPublisher:
 
 # The attempts of a run that was interrupted go ahead of the queue's backlog: the run had
 # reached the front of it once already, and its worker's death should not send it to the back.
-INTERRUPTED_RUN_PRIORITY = 9
+INTERRUPTED_RUN_PRIORITY = NUMERIC_BOUNDS["priority"].high
 
 
 def message_options(run: Run, *, now: datetime) -> dict[str, object]:

@@ -36,7 +36,13 @@ from .choices import (
     Trigger,
 )
 from .conf import default_queue  # the field's default (migration 0001 names it here)
-from .validation import NUMERIC_BOUNDS, TASK_ID_MAX_LENGTH, TASK_ID_PATTERN, check_storable
+from .validation import (
+    DEFAULT_PRIORITY,
+    NUMERIC_BOUNDS,
+    TASK_ID_MAX_LENGTH,
+    TASK_ID_PATTERN,
+    check_storable,
+)
 from .validation import bounds_validators as bounded
 
 __all__ = [
@@ -174,7 +180,9 @@ class Task(models.Model):
     payload = models.JSONField(default=dict, blank=True)
 
     queue = models.CharField(max_length=100, default=default_queue)
-    priority = models.PositiveSmallIntegerField(default=5, validators=bounded("priority"))
+    priority = models.PositiveSmallIntegerField(
+        default=DEFAULT_PRIORITY, validators=bounded("priority")
+    )
     max_retries = models.PositiveIntegerField(default=0, validators=bounded("max_retries"))
     retry_backoff_seconds = models.PositiveIntegerField(
         default=10, validators=bounded("retry_backoff_seconds")
@@ -300,7 +308,7 @@ class Task(models.Model):
                 name="task_paused_idx",
                 condition=models.Q(paused=True),
             ),
-            # the tasks with retention rules of their own (services.retention.prune_plan).
+            # the tasks with retention rules of their own (services.runs_prune.prune_plan).
             models.Index(
                 fields=["id"],
                 name="task_own_retention_idx",

@@ -165,3 +165,18 @@ def authorize(
         raise OperationNotPermitted(operation, missing, actor_name(by))
     check_actions(by, *((action,) if isinstance(action, str) else action))
     return actor_name(by)
+
+
+# --- rules that are not a model permission (the user's flags), decided here too -------------
+
+
+def may_mint_tokens(user: Any) -> bool:
+    """Whether ``user`` may mint an API token in the admin: a token for another user is that
+    user's power, so only a superuser may (``manage.py api_token create`` is the other way)."""
+    return bool(getattr(user, "is_superuser", False))
+
+
+def sees_health_details(user: Any) -> bool:
+    """Whether ``user`` sees why a health check failed (``/api/health``): staff do; anyone
+    else, anonymous callers included, reads only that it failed."""
+    return bool(getattr(user, "is_staff", False))

@@ -15,6 +15,7 @@ from celery.signals import beat_init, task_prerun, worker_init, worker_process_i
 from django.db import close_old_connections, connection
 
 from . import hardening, services
+from .choices import EXECUTE_RUN
 from .models import Run, Task, Trigger
 from .observability import health  # noqa: F401  (starts the worker heartbeat)
 from .services.retry_policy import timed_out_error
@@ -68,8 +69,8 @@ def make_non_dumpable(**_: Any) -> None:
 @worker_process_init.connect
 def freeze_startup_objects(**_: Any) -> None:
     """Move everything a worker process holds once started (Django, Celery, the app) out of
-    the garbage collector's reach. Otherwise each full collection walks all of it: a pause
-    of ~100 ms every ten-odd seconds at 200 runs/s, and the runs due meanwhile start late."""
+    the garbage collector's reach. Otherwise each full collection walks all of it, and the
+    runs due during that pause start late."""
     gc.collect()
     gc.freeze()
 
@@ -95,7 +96,7 @@ class RunTask(CeleryTask):
 
 
 @shared_task(
-    name="tasks_app.execute_run",
+    name=EXECUTE_RUN,
     bind=True,
     base=RunTask,
     acks_late=True,

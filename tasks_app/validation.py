@@ -41,6 +41,9 @@ MAX_JITTER_SECONDS = 86400
 # An integer column (Postgres ``integer``) holds at most this.
 MAX_INTEGER = 2**31 - 1
 
+# A task's priority when none is given (within NUMERIC_BOUNDS["priority"]).
+DEFAULT_PRIORITY = 5
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -54,7 +57,7 @@ TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 TASK_ID_MAX_LENGTH = 100
 
 NUMERIC_BOUNDS: dict[str, Bounds] = {
-    "priority": Bounds(0, 9, "the broker's priority levels"),
+    "priority": Bounds(0, 9, "the broker's priority levels"),  # default: DEFAULT_PRIORITY
     "max_retries": Bounds(0, 100, "retries of one run"),
     "retry_backoff_seconds": Bounds(0, MAX_DURATION_SECONDS, "366 days"),
     "timeout_seconds": Bounds(1, MAX_DURATION_SECONDS, "366 days"),
@@ -265,6 +268,25 @@ def max_delay() -> timedelta:
     return timedelta(seconds=app_settings.MAX_DELAY_SECONDS)
 
 
+NEGATIVE_DELAY = "must not be negative"
+
+
+def delay_bounds() -> tuple[float, float]:
+    """A delay's bounds in seconds, ``[0, TASKS_MAX_DELAY_SECONDS]``: :func:`check_delay`
+    checks them, the API's fields of seconds show them in the schema."""
+    return 0.0, float(app_settings.MAX_DELAY_SECONDS)
+
+
+# A one-off run needs its instant: after a delay or at a time (exactly one of them).
+ONE_RUN_WHEN = "give delay_seconds or run_at"
+
+
+def priority_text() -> str:
+    """The priority's range and default, for a help text."""
+    bounds = NUMERIC_BOUNDS["priority"]
+    return f"{bounds.low}-{bounds.high} (default {DEFAULT_PRIORITY})"
+
+
 def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timedelta:
     """A delay must be a finite number of seconds in ``[0, TASKS_MAX_DELAY_SECONDS]``."""
     try:
@@ -273,9 +295,10 @@ def check_delay(delay_seconds: float, *, field: str = "delay_seconds") -> timede
         raise ValidationError({field: ["must be a number of seconds"]}) from exc
     if value != value or value in (float("inf"), float("-inf")):
         raise ValidationError({field: ["must be a finite number of seconds"]})
-    if value < 0:
-        raise ValidationError({field: ["must not be negative"]})
-    if value > app_settings.MAX_DELAY_SECONDS:
+    low, high = delay_bounds()
+    if value < low:
+        raise ValidationError({field: [NEGATIVE_DELAY]})
+    if value > high:
         raise ValidationError({field: [max_delay_message()]})
     return timedelta(seconds=value)
 

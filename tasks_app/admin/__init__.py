@@ -23,7 +23,8 @@ it offers only what the user may do, and a refusal is a message or a 403, never 
 Modules: ``site`` (the opt-in branding), ``forms`` (the task form), ``tasks`` and ``runs``
 (the two model pages; ``task_columns``: how a task is shown), ``buttons`` (the POST-only
 buttons), ``views`` (overview, preview, payload check, presentation), ``overview`` (its
-data), ``paging`` and ``lists`` (what the long lists share).
+data), ``lists`` (what the long lists share; their paginator is
+``tasks_app.selectors.paging``, the API's too).
 """
 
 from . import periodic, runs, site, tasks, tokens

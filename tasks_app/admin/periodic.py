@@ -30,9 +30,9 @@ from django_celery_beat.admin import PeriodicTaskAdmin, PeriodicTaskForm
 from django_celery_beat.models import PeriodicTask
 
 from ..models import Task
+from ..selectors.paging import BoundedPaginator
 from ..services import OWNED_ENTRY_PREFIX
 from .lists import ColumnValuesFilter
-from .paging import BoundedPaginator
 
 if admin.site.is_registered(PeriodicTask):
     admin.site.unregister(PeriodicTask)
@@ -70,7 +70,7 @@ class OwnedPeriodicTaskAdmin(PeriodicTaskAdmin):
         EntryTaskFilter if name == "task" else name for name in PeriodicTaskAdmin.list_filter
     ]
     show_full_result_count = False
-    paginator = BoundedPaginator  # no COUNT(*) over every entry (admin/paging.py)
+    paginator = BoundedPaginator  # no COUNT(*) over every entry (selectors/paging.py)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[PeriodicTask]:
         owner = Task.objects.filter(periodic_task=OuterRef("pk")).values("pk")[:1]

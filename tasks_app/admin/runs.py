@@ -24,10 +24,10 @@ from ..models import (
     RETRYABLE_RUN_STATUSES,
     Run,
 )
+from ..selectors.paging import BoundedPaginator
 from . import attempts as attempts_view
 from .buttons import button_paths
 from .lists import SelectionCheckbox, task_column_filter
-from .paging import BoundedPaginator
 from .views import badge, duration, instant
 
 
@@ -64,7 +64,7 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
     search_help_text = "A task id, a run id, or the first characters of a run id."
     list_select_related = ("task",)
     show_full_result_count = False
-    paginator = BoundedPaginator  # no COUNT(*) over the whole history (admin/paging.py)
+    paginator = BoundedPaginator  # no COUNT(*) over the whole history (selectors/paging.py)
     actions = ("cancel", "retry")
     fields = (
         "id",

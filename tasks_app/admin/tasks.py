@@ -23,13 +23,13 @@ from ..models import (
     Task,
     Trigger,
 )
+from ..selectors.paging import BoundedPaginator
 from ..services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
 from ..timing import scheduling
 from . import views as admin_views
 from .buttons import button_paths
 from .forms import TaskForm, action_schemas
 from .lists import SelectionCheckbox, task_column_filter
-from .paging import BoundedPaginator
 from .task_columns import TaskColumns
 from .views import instant
 
@@ -78,7 +78,7 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
     # A fragment of an id or a word of a name, found through their trigram indexes.
     search_fields = ("id", "name")
     show_full_result_count = False
-    paginator = BoundedPaginator  # no COUNT(*) over every task (admin_paging)
+    paginator = BoundedPaginator  # no COUNT(*) over every task (selectors/paging.py)
     readonly_fields = (
         "status_explained",
         "next_run",
@@ -175,7 +175,7 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Task | None = None) -> Any:
         fields = super().get_readonly_fields(request, obj)
-        if obj is not None and obj.declared_in:  # its definition changes only in code
+        if obj is not None and services.definition_refusal(obj):  # it changes only in code
             return (*fields, "id", "declared", *services.TASK_FIELDS)
         return (*fields, "id") if obj else fields
 
@@ -185,10 +185,8 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
 
     @admin.display(description="declared in code")
     def declared(self, task: Task) -> str:
-        return (
-            f"Declared in {task.declared_in}: change it there and run manage.py tasks sync. "
-            "Run now, pause, resume and backfill stay available here."
-        )
+        refusal = services.definition_refusal(task) or ""
+        return f"{refusal[:1].upper()}{refusal[1:]}."
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Task]:
         return super().get_queryset(request).select_related("periodic_task", "state")
@@ -213,7 +211,7 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
         return permissions.allows(request.user, "update")
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        if obj is not None and obj.declared_in:  # removed from code, then synced
+        if obj is not None and services.definition_refusal(obj):  # removed from code, synced
             return False
         return permissions.allows(request.user, "delete")
 
@@ -232,7 +230,8 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
     # --- saving ----------------------------------------------------------------------------
 
     def save_model(self, request: HttpRequest, obj: Task, form: Any, change: bool) -> None:
-        services.task_save(task=obj, by=request.user)
+        if not (change and services.definition_refusal(obj)):  # a declared one: nothing to save
+            services.task_save(task=obj, by=request.user)
         delay = form.cleaned_data.get("delay_seconds")
         if delay is not None:
             run = services.task_schedule_once(task=obj, delay_seconds=delay, by=request.user)
@@ -243,17 +242,25 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
                 ),
             )
 
+    def response_change(self, request: HttpRequest, obj: Task) -> HttpResponse:
+        """A task declared in code has nothing to change here (its definition is read-only):
+        its form says so instead of "changed successfully" (a delayed run it asked for is
+        scheduled, and said, by :meth:`save_model`)."""
+        refusal = services.definition_refusal(obj)
+        if refusal is None:
+            return super().response_change(request, obj)
+        if not request.POST.get("delay_seconds"):
+            self.message_user(request, f"Nothing was changed: {refusal}.", messages.ERROR)
+        return self._back(obj)
+
     def delete_model(self, request: HttpRequest, obj: Task) -> None:
         services.task_delete(task=obj, by=request.user)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Task]) -> None:
         for task in queryset:
-            if task.declared_in:
-                self.message_user(
-                    request,
-                    f"{task.pk} is declared in {task.declared_in}: not deleted",
-                    level=messages.ERROR,
-                )
+            refusal = services.definition_refusal(task)
+            if refusal:
+                self.message_user(request, f"Not deleted: {refusal}.", level=messages.ERROR)
                 continue
             services.task_delete(task=task, by=request.user)
 

@@ -16,6 +16,8 @@ from django.apps import apps
 from django.contrib import admin
 from django.http import HttpRequest
 
+from .. import permissions
+
 if apps.is_installed("knox"):
     from knox.admin import AuthTokenAdmin
     from knox.models import AuthToken
@@ -36,7 +38,7 @@ if apps.is_installed("knox"):
             return () if obj is None else ("token_key", "user", "created", "expiry")
 
         def has_add_permission(self, request: HttpRequest) -> bool:
-            return bool(request.user.is_superuser)
+            return permissions.may_mint_tokens(request.user)
 
         def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
             return False

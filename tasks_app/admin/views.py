@@ -1,10 +1,10 @@
 """Admin pages beyond Django's CRUD, and how the admin shows things.
 
-- **Presentation rules, one place each**: :func:`instant` (every instant in the admin:
-  ``2026-11-30 15:35:09 UTC``, to the second, in UTC; ``admin.js`` adds the viewer's local
-  time and "3 min ago" on hover), :func:`duration` (ms below a second, then s),
-  :func:`badge` (status colours live in ``admin.css`` only, charts included) and
-  :func:`next_run_state` (what "Next run" truthfully is for each kind of task).
+- **Presentation rules, one place each**: the texts of instants, durations and schedules
+  are ``tasks_app.display``'s (the CLI's too); here :func:`instant` wraps an instant in a
+  ``<time>`` element (``admin.js`` adds the viewer's local time and "3 min ago" on hover),
+  :func:`badge` shows a status (colours live in ``admin.css`` only, charts included) and
+  :func:`next_run_state` says what "Next run" truthfully is for each kind of task.
 - **Endpoints**: the schedule preview and the payload check the task form calls as you type
   (both answer JSON and save nothing), and the overview page with two server-side SVG
   charts (no CDN: the deployment may be offline).
@@ -16,7 +16,6 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from cron_descriptor import get_description
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
@@ -29,21 +28,16 @@ from django.utils.safestring import SafeString, mark_safe
 
 from .. import __version__, permissions, secret_fields, selectors, validation
 from ..conf import app_settings
+from ..display import duration, instant_text, schedule_in_words, zoned_instant_text
 from ..models import RECURRING, RunStatus, ScheduleType, Task
 from ..services.task_rules import validate_task
 from ..timing import scheduling
 from . import overview
 
 PREVIEW_COUNT = 5
-INSTANT_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 # --- how values are shown ------------------------------------------------------------------
-
-
-def instant_text(value: datetime) -> str:
-    """``2026-11-30 15:35:09 UTC``: the one text form of an instant in the admin."""
-    return f"{value.astimezone(UTC):{INSTANT_FORMAT}} UTC"
 
 
 def instant(value: datetime | None, *, empty: str = "-") -> SafeString | str:
@@ -57,18 +51,6 @@ def instant(value: datetime | None, *, empty: str = "-") -> SafeString | str:
         instant_text(value),
         instant_text(value),
     )
-
-
-def duration(ms: float | int | None) -> str:
-    """Lateness and duration: ``850 ms``, ``2.40 s``, ``95.3 s``, ``1520 s``."""
-    if ms is None:
-        return "-"
-    if abs(ms) < 1000:
-        return f"{ms:.0f} ms"
-    seconds = ms / 1000
-    if abs(seconds) < 10:
-        return f"{seconds:.2f} s"
-    return f"{seconds:.1f} s" if abs(seconds) < 100 else f"{seconds:.0f} s"
 
 
 def badge(status: str, *, title: str = "") -> SafeString:
@@ -131,38 +113,6 @@ def next_run_state(
 # --- schedule in words and preview ---------------------------------------------------------
 
 
-def _seconds_in_words(seconds: int) -> str:
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds % size == 0 and seconds >= size:
-            n = seconds // size
-            return f"every {n} {unit}{'s' if n != 1 else ''}" if n != 1 else f"every {unit}"
-    return f"every {seconds} seconds" if seconds != 1 else "every second"
-
-
-def schedule_in_words(task: Task) -> str:
-    """'At 09:00 AM, Monday through Friday (Europe/Paris)', 'Every 5 minutes', ..."""
-    kind = task.schedule_type
-    if kind == ScheduleType.CRON and task.cron:
-        text = scheduling.expand_macro(task.cron.strip())
-        try:
-            words = get_description(text)
-        except Exception:  # cron-descriptor refuses some forms the parser accepts
-            words = f"cron {task.cron}"
-        return f"{words} ({task.timezone or 'UTC'})"
-    if kind == ScheduleType.INTERVAL and task.interval_seconds:
-        return _seconds_in_words(task.interval_seconds).capitalize()
-    if kind == ScheduleType.ONCE:
-        return (
-            f"Once, at {task.run_at:%Y-%m-%d %H:%M:%S %Z}" if task.run_at else "Once (no time set)"
-        )
-    return "On demand: no schedule, it runs when asked (Run now, a delay, the API, the CLI)"
-
-
-def _fire_text(moment: datetime) -> str:
-    """A fire in its own zone, as :func:`instant_text` writes UTC, with the weekday."""
-    return f"{moment:{INSTANT_FORMAT}} {moment.tzname()} ({moment:%a})"
-
-
 def preview_of(task: Task, *, now: datetime | None = None) -> dict[str, Any]:
     """The JSON the task page shows: the schedule in words and the next fire times."""
     fires = selectors.task_preview(task=task, count=PREVIEW_COUNT, now=now)
@@ -177,8 +127,8 @@ def preview_of(task: Task, *, now: datetime | None = None) -> dict[str, Any]:
             {
                 "utc": f.utc.isoformat(),
                 "local": f.local.isoformat(),
-                "utc_text": _fire_text(f.utc),
-                "local_text": _fire_text(f.local),
+                "utc_text": zoned_instant_text(f.utc),
+                "local_text": zoned_instant_text(f.local),
             }
             for f in fires
         ],

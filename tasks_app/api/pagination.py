@@ -2,11 +2,11 @@
 ``?page=2&page_size=100`` (at most 500); keyset (cursor) pagination on the run lists
 (:class:`RunCursorPagination`).
 
-The page-number lists count their matches up to :data:`COUNT_CAP` (:class:`BoundedPaginator`):
-an exact count costs time in proportion to the matches (a search matching a tenth of a
-million tasks reads every one of them), a bounded one does not. Past the cap, ``count`` is
-the cap and ``count_exact`` is false; ``next`` then comes from reading one row past the
-page, so every page stays reachable however many tasks match.
+The page-number lists are counted by the app's one paginator
+(:class:`tasks_app.selectors.paging.BoundedPaginator`, the admin's too): up to
+:data:`~tasks_app.selectors.paging.COUNT_CAP` matches, or Postgres' estimate for a whole
+large table. When the count is not exact ``count_exact`` is false and ``next`` comes from
+reading one row past the page, so every page stays reachable however many tasks match.
 
 A ``page`` or ``page_size`` that is not a positive integer (or a size over the maximum) is
 a 400 naming the parameter, never silently replaced by the default; a page past the last
@@ -18,15 +18,16 @@ OpenAPI document says so: a view sets ``pagination_class`` and declares its resp
 
 from __future__ import annotations
 
-from functools import cached_property
 from typing import Any
 
-from django.core.paginator import EmptyPage, Page, Paginator
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination, PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+
+from ..selectors import paging
+from ..selectors.paging import BoundedPaginator
 
 
 class PageQuerySerializer(serializers.Serializer):
@@ -36,57 +37,6 @@ class PageQuerySerializer(serializers.Serializer):
     page_size = serializers.IntegerField(
         required=False, min_value=1, max_value=500, help_text="Items per page (default 50)."
     )
-
-
-COUNT_CAP = 10_000
-
-
-class BoundedPage(Page):  # type: ignore[type-arg]
-    """A page of a list counted only up to the cap: whether a next page exists is known
-    from the extra row read with it, not from the count."""
-
-    more = False
-
-    def has_next(self) -> bool:
-        return self.more
-
-
-class BoundedPaginator(Paginator):  # type: ignore[type-arg]
-    """A paginator whose ``count`` stops at :data:`COUNT_CAP` (``count_exact`` says whether
-    it did); pages past the cap are still served."""
-
-    count_exact = True
-
-    @cached_property
-    def count(self) -> int:
-        rows: Any = self.object_list
-        if getattr(rows, "query", None) is None:
-            return len(rows)
-        counted = int(rows.order_by()[: COUNT_CAP + 1].count())
-        if counted > COUNT_CAP:
-            self.count_exact = False
-            return COUNT_CAP
-        return counted
-
-    def validate_number(self, number: Any) -> int:
-        try:
-            return int(super().validate_number(number))
-        except EmptyPage:
-            if self.count_exact or int(number) < 1:
-                raise
-            return int(number)  # past the counted pages: the page read says if it exists
-
-    def page(self, number: Any) -> Any:
-        number = self.validate_number(number)
-        if self.count_exact:
-            return super().page(number)
-        bottom = (number - 1) * self.per_page
-        rows = list(self.object_list[bottom : bottom + self.per_page + 1])
-        if not rows:
-            raise EmptyPage("That page contains no results")
-        page = BoundedPage(rows[: self.per_page], number, self)
-        page.more = len(rows) > self.per_page
-        return page
 
 
 class Pagination(PageNumberPagination):
@@ -123,12 +73,13 @@ class Pagination(PageNumberPagination):
         out = super().get_paginated_response_schema(schema)
         out["properties"]["count"]["minimum"] = 0
         out["properties"]["count"]["description"] = (
-            f"How many items match, counted up to {COUNT_CAP:,}: past that, {COUNT_CAP:,} "
-            "and count_exact is false."
+            f"How many items match, counted up to {paging.COUNT_CAP:,}: past that, "
+            f"{paging.COUNT_CAP:,} (or, for a whole list of {paging.EXACT_BELOW:,} items or "
+            "more, the database's estimate) and count_exact is false."
         )
         out["properties"]["count_exact"] = {
             "type": "boolean",
-            "description": "False when more items match than count says.",
+            "description": "False when count is a bound or an estimate, not the number of matches.",
         }
         out["required"] = ["count", "count_exact", "next", "previous", "results"]
         return out

@@ -11,7 +11,6 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from .. import actions, validation
-from ..conf import app_settings
 from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
 from ..representations import JSONObjectField, RunOutputSerializer
 from ..selectors import MAX_PREVIEW
@@ -38,13 +37,13 @@ class AwareDateTimeField(serializers.DateTimeField):
 
 def seconds_field(help_text: str, **kwargs: Any) -> serializers.FloatField:
     """A number of seconds in ``[0, TASKS_MAX_DELAY_SECONDS]`` (bounds shown in the schema too)."""
-    limit = app_settings.MAX_DELAY_SECONDS
+    low, high = validation.delay_bounds()
     return serializers.FloatField(
-        min_value=0,
-        max_value=limit,
+        min_value=low,
+        max_value=high,
         help_text=help_text,
         error_messages={
-            "min_value": "must not be negative",
+            "min_value": validation.NEGATIVE_DELAY,
             "max_value": validation.max_delay_message(),
         },
         **kwargs,
@@ -230,7 +229,7 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
             )
         if not recurring and "delay_seconds" not in attrs and "run_at" not in attrs:
             raise serializers.ValidationError(
-                {"delay_seconds": ["give delay_seconds or run_at (or a recurring schedule_type)"]}
+                {"delay_seconds": [f"{validation.ONE_RUN_WHEN} (or a recurring schedule_type)"]}
             )
         return attrs
 

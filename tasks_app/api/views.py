@@ -32,7 +32,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import actions, selectors, services
+from .. import actions, permissions, selectors, services
 from ..models import Run, Task, Trigger
 from ..observability import health
 from ..representations import (
@@ -45,7 +45,7 @@ from . import filters, schema  # noqa: F401  (schema: registers the spectacular 
 from .errors import ErrorSerializer, exception_handler
 from .pagination import Pagination, RunCursorPagination
 from .parsers import LimitedJSONParser
-from .permissions import ModelPermissions
+from .route_access import ModelPermissions
 from .schema import extend_schema
 from .serializers import (
     ActionSerializer,
@@ -219,7 +219,7 @@ class HealthView(APIView):
         body: dict[str, Any] = {"status": "down" if down else "ok", "down": down}
         if down:
             body["error"] = f"Unhealthy: {', '.join(down)} down."
-        details = bool(getattr(request.user, "is_staff", False))
+        details = permissions.sees_health_details(request.user)
         body.update({name: check.as_dict(details=details) for name, check in checks.items()})
         try:
             body["alarms"] = selectors.tasks_in_alarm().count()

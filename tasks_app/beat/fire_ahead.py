@@ -6,7 +6,7 @@ cron schedules on the same minute) that is not enough time: beat records and pub
 few thousand fires a second. So on every leader pass :class:`FireAhead` reads how many fires
 are due in the next ``TASKS_FIRE_AHEAD_SECONDS`` (per second: fires not recorded yet, and
 fires recorded but not published) and, from the rates it measured on its own work
-(``timing.fire_ahead``), how far ahead it has to start so that every message is in the
+(``beat.fire_ahead_lead``), how far ahead it has to start so that every message is in the
 broker by its instant. Between passes, :meth:`FireAhead.prepare` records those fires as
 ``pending`` runs (``services.schedule_fire_due`` with that lookahead) and publishes them
 (``services.release_fires_ahead``, exact ETAs), earliest first, each step bounded in time so
@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from .. import selectors, services
 from ..conf import app_settings
 from ..models import Run
-from ..timing.fire_ahead import lead_needed, per_fire, wall_share
+from .fire_ahead_lead import lead_needed, per_fire, wall_share
 
 log = logging.getLogger(__name__)
 

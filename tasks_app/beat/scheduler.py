@@ -16,7 +16,7 @@ whether they can take over)
    soon than it can record and publish within the horizon at its measured rate, it records
    and publishes them earlier (up to ``TASKS_FIRE_AHEAD_SECONDS``), in the release passes.
 
-Both read partial indexes on the due instant (``task_due_fire_idx``, ``run_pending_due_idx``),
+Both read indexes on the due instant (``task_state_next_run_idx``, ``run_pending_due_idx``),
 so a schedule change made through the services is seen on the next tick: no global "changed"
 row is read for owned entries and nothing is reloaded. The stock path for non-owned entries
 still uses django-celery-beat's ``PeriodicTasks`` row to notice changes, but reads it only
@@ -47,8 +47,7 @@ from django_celery_beat.schedulers import DatabaseScheduler
 from .. import services
 from ..conf import app_settings
 from ..observability import health, metrics
-from ..worker import recovery
-from . import leadership, retention
+from . import leadership, prune_thread, sweep
 from .fire_ahead import FireAhead
 
 log = logging.getLogger(__name__)
@@ -111,7 +110,8 @@ class TaskScheduler(DatabaseScheduler):
         are fired from the tasks table (``leader_pass``) and are named
         ``services.OWNED_ENTRY_PREFIX`` + id: excluding that name lets Postgres find the
         others through the partial index ``tasks_app_stock_entry_idx`` without visiting the
-        owned ones (a million of them took seconds of every start-up and reload)."""
+        owned ones (reading them all would cost every start-up and reload time in proportion
+        to the tasks)."""
         return (
             super()
             .enabled_models_qs()
@@ -123,8 +123,8 @@ class TaskScheduler(DatabaseScheduler):
         """The zones of the stored crontabs, each once. django-celery-beat's own query keeps
         ``CrontabSchedule``'s default ordering, so its ``DISTINCT`` returns one row per crontab
         and the hour-window filter of ``enabled_models_qs`` grew a ``CASE`` branch per
-        crontab: with the crontabs of many cron tasks, building that query took seconds of
-        beat's start-up and of every reload (the owned entries are filtered out after it)."""
+        crontab, so with the crontabs of many cron tasks building that query cost beat's
+        start-up and every reload (the owned entries are filtered out after it)."""
         return CrontabSchedule.objects.order_by().values_list("timezone", flat=True).distinct()
 
     def schedule_changed(self) -> bool:
@@ -178,7 +178,7 @@ class TaskScheduler(DatabaseScheduler):
     def leader_pass(self, now: datetime) -> None:
         """Everything only the leader does, once per tick."""
         started = time.perf_counter()
-        recovery.recover_runs(now=now)  # expired, stalled, lost runs; never raises
+        sweep.recover_runs(now=now)  # expired, stalled, lost runs; never raises
         # Each step on its own: one failing (a database blip) must neither kill beat nor
         # hold back the others; the next tick retries it. (One bad task cannot make a step
         # fail: firing isolates it, see services.firing.)
@@ -187,7 +187,7 @@ class TaskScheduler(DatabaseScheduler):
         self._step("planning ahead", self.fire_ahead.plan, now=now)
         self._step("alarms", services.alarms_check, now=now)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.
-        retention.keep_pruning()  # old runs deleted from a thread of its own while leading
+        prune_thread.keep_pruning()  # old runs deleted from a thread of its own while leading
         metrics.beat_tick_record(duration_seconds=time.perf_counter() - started)
         if self._first_pass:
             # Start-up (or take-over) done: this beat now fires the schedules.
@@ -218,8 +218,8 @@ class TaskScheduler(DatabaseScheduler):
 
     def release_pass(self, now: datetime) -> None:
         """Between leader passes, only the release: runs reach the workers in small, even
-        batches (a 1 s pass at 200 runs/s handed each worker ~200 ETA messages at once, and
-        its main process was busy with them while earlier runs came due)."""
+        batches: a pass a second would hand each worker a second's ETA messages at once, and
+        its main process would be busy with them while earlier runs come due."""
         try:
             services.release_due_runs(now=now)
             self.fire_ahead.prepare(now=now, budget=app_settings.RELEASE_INTERVAL_SECONDS)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import django
 from django.utils.module_loading import import_string
 
-from ..validation import TASK_ID_MAX_LENGTH, TASK_ID_PATTERN
+from ..validation import DEFAULT_PRIORITY, NUMERIC_BOUNDS, TASK_ID_MAX_LENGTH, TASK_ID_PATTERN
 
 if django.VERSION >= (6, 0) or TYPE_CHECKING:
     from django.tasks import (  # type: ignore[import-not-found,unused-ignore]
@@ -104,15 +104,19 @@ def function_task_id(path: str) -> str:
 
 def run_priority(priority: int) -> int:
     """Django's priority (-100..100, default 0, larger first) as ours (0..9, default 5,
-    larger first), never out of order: a larger priority never maps below a smaller one,
-    and any priority above the default runs before it, any below after it (1..25 is 6,
-    26..50 is 7, 51..75 is 8, 76..100 is 9; -1..-20 is 4 down to -81..-100 at 0). Ten
-    broker levels cannot keep 201 apart: within a band, the broker's order is arrival."""
+    larger first: ``validation``'s bound and default), never out of order: a larger
+    priority never maps below a smaller one, and any priority above the default runs before
+    it, any below after it (1..25 is 6, 26..50 is 7, 51..75 is 8, 76..100 is 9; -1..-20 is
+    4 down to -81..-100 at 0). Ten broker levels cannot keep 201 apart: within a level, the
+    broker's order is arrival."""
+    bounds = NUMERIC_BOUNDS["priority"]
     if priority > 0:
-        return 6 + (min(priority, 100) - 1) * 4 // 100
+        above = bounds.high - DEFAULT_PRIORITY
+        return DEFAULT_PRIORITY + 1 + (min(priority, 100) - 1) * above // 100
     if priority < 0:
-        return 4 - (min(-priority, 100) - 1) * 5 // 100
-    return 5
+        below = DEFAULT_PRIORITY - bounds.low
+        return DEFAULT_PRIORITY - 1 - (min(-priority, 100) - 1) * below // 100
+    return DEFAULT_PRIORITY
 
 
 def json_problem(value: Any, where: str) -> str | None:

@@ -23,8 +23,9 @@ from collections.abc import MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..choices import EXECUTE_RUN
+
 RUN_FIELDS = ("run_id", "task_id", "attempt", "lateness_ms", "status", "trigger")
-EXECUTE_RUN = "tasks_app.execute_run"
 # LogRecord's own attributes: everything else on a record came from ``extra``.
 _RESERVED = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 

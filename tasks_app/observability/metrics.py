@@ -170,8 +170,8 @@ class TasksCollector:
         for row in TaskState.objects.order_by().values("status").annotate(n=Count("pk")):
             tasks.add_metric([row["status"]], row["n"])
         yield tasks
-        # Each count through its partial index (task_paused_idx, task_in_alarm_idx): one
-        # pass over every task for both took 0.2 s a scrape at 1,000,000 tasks.
+        # Each count through its partial index (task_paused_idx, task_in_alarm_idx), not
+        # one pass over every task for both.
         paused = Task.objects.filter(paused=True).count()
         alarms = Task.objects.filter(alarm_since__isnull=False).count()
         yield GaugeMetricFamily("tasks_paused", "Paused tasks.", value=paused)

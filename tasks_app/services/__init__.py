@@ -6,21 +6,20 @@ functions and hold no rules of their own. Status changes are conditional updates
 duplicated message or a second process racing for the same row changes nothing.
 
 Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``task_rules`` (the
-rules of a task that span fields or read what is stored), ``schedule_sync`` (a
-task's schedule, next fire and beat entry), ``run_create`` (new runs and attempts),
+rules of a task that span fields or read what is stored), ``schedule_mirror`` (a
+task's schedule mirrored: its next fire, its once run and its beat entry), ``run_create`` (new runs and attempts),
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
 interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
 (recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
-framework), ``schedules_sync`` (schedules declared in code, applied by ``manage.py tasks
-sync``), ``alarms`` (missed-run alarms), ``retention`` (old runs
+framework), ``alarms`` (missed-run alarms), ``runs_prune`` (old runs
 deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
+Schedules declared in code are applied by ``tasks_app.schedules`` (``manage.py tasks sync``).
 """
 
 from .alarms import alarms_check
 from .duplicate import task_duplicate
 from .errors import ConflictError
 from .firing import schedule_fire_due
-from .retention import PruneReport, runs_prune
 from .retry_policy import retry_delay
 from .run_create import run_create, run_retry
 from .run_lifecycle import (
@@ -35,10 +34,11 @@ from .run_lifecycle import (
 )
 from .run_release import horizon, publish_runs, release_due_runs, release_fires_ahead
 from .run_tally import run_tally_advance
-from .schedule_sync import EXECUTE_TASK, OWNED_ENTRY_PREFIX
-from .schedules_sync import Plan, SchedulesError, schedules_apply, schedules_plan, schedules_sync
+from .runs_prune import PruneReport, runs_prune
+from .schedule_mirror import EXECUTE_TASK, OWNED_ENTRY_PREFIX
 from .tasks import (
     TASK_FIELDS,
+    definition_refusal,
     task_backfill,
     task_create,
     task_create_with_run,
@@ -55,12 +55,8 @@ __all__ = [
     "release_fires_ahead",
     "EXECUTE_TASK",
     "OWNED_ENTRY_PREFIX",
-    "Plan",
-    "SchedulesError",
-    "schedules_apply",
-    "schedules_plan",
-    "schedules_sync",
     "TASK_FIELDS",
+    "definition_refusal",
     "ConflictError",
     "PruneReport",
     "alarms_check",

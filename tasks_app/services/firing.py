@@ -7,7 +7,7 @@ Two layers, kept apart on purpose:
   reads no database and no clock. Schedule policies (catch-up, bounds, max_runs, jitter, ...)
   belong there and only there.
 * :func:`schedule_fire_due` is the set-based writer around it: it locks a batch of due tasks
-  (``FOR UPDATE SKIP LOCKED`` through the partial index ``task_due_fire_idx``), asks the
+  (``FOR UPDATE SKIP LOCKED`` through the partial index ``task_state_next_run_idx``), asks the
   planner about each, then records every run and advances every task in a handful of
   statements in **one transaction**, and publishes the runs after commit on one broker
   channel with batched publisher confirms (``run_release.send_queued``).

@@ -1,6 +1,6 @@
 """The writes of recovery: the worker's lease on its running runs, and beat's sweep over runs
-that lost their deadline, their worker or their message (``tasks_app.worker.recovery`` decides
-when; docs/reliability.md says what is guaranteed)."""
+that lost their deadline, their worker or their message (``tasks_app.worker.recovery`` and
+``tasks_app.beat.sweep`` decide when; docs/reliability.md says what is guaranteed)."""
 
 from __future__ import annotations
 

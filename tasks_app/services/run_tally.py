@@ -1,8 +1,8 @@
 """Finished runs counted once each, for ``/metrics`` (``tasks_runs_total`` and the start-lateness
 histogram), in time that does not grow with the history.
 
-Counting the runs table at every scrape grew with history (1.7 s at 5,000,000 runs) and went
-backwards when retention deleted rows. Instead the tally (``RunTally``: per status and action,
+Counting the runs table at every scrape would grow with history and go backwards when
+retention deletes rows. Instead the tally (``RunTally``: per status and action,
 runs, lateness count, sum and buckets) absorbs the runs finished since its mark
 (``RunTallyMark.through``) up to ``TALLY_LAG`` ago, through the partial index on
 ``finished_at``; a scrape adds the few runs finished after the mark on the fly

@@ -28,7 +28,7 @@ from .audit import audit, plain
 from .errors import ConflictError
 from .run_create import new_run, run_create, runs_insert
 from .run_release import publish_runs, release_due_runs
-from .schedule_sync import fires_ahead_drop, sync_periodic_task, sync_schedule
+from .schedule_mirror import fires_ahead_drop, sync_periodic_task, sync_schedule
 from .task_rules import (
     check_expiry,
     check_runnable,
@@ -132,13 +132,23 @@ def schedule_makes_runs(task: Task, *, previous: Task | None) -> bool:
     )
 
 
+def definition_refusal(task: Task) -> str | None:
+    """Why the definition of ``task`` cannot be changed or deleted from here (it is declared
+    in code: only ``manage.py tasks sync`` changes it), or ``None``. The one statement of
+    the rule: the services refuse with it, the admin makes the fields read-only by it."""
+    if not task.declared_in:
+        return None
+    return (
+        f"task {task.pk!r} is declared in {task.declared_in}: change it there and run "
+        "manage.py tasks sync (run now, pause, resume and backfill stay available)"
+    )
+
+
 def check_not_declared(task: Task) -> None:
     """Refuse (``ConflictError``, a 409) to change the definition of a task declared in code."""
-    if task.declared_in:
-        raise ConflictError(
-            f"task {task.pk!r} is declared in {task.declared_in}: change it there and run "
-            "manage.py tasks sync (run now, pause, resume and backfill stay available)"
-        )
+    refusal = definition_refusal(task)
+    if refusal:
+        raise ConflictError(refusal)
 
 
 def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
@@ -389,7 +399,7 @@ def task_schedule_once(
     if delay_seconds is not None and run_at is not None:
         raise ValidationError({"delay_seconds": [validation.not_both("delay_seconds", "run_at")]})
     if delay_seconds is None and run_at is None:
-        raise ValidationError({"delay_seconds": ["give delay_seconds or run_at"]})
+        raise ValidationError({"delay_seconds": [validation.ONE_RUN_WHEN]})
     if delay_seconds is not None:
         due_at = now + validation.check_delay(delay_seconds)
         trigger = Trigger.DELAY

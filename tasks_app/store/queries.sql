@@ -372,7 +372,7 @@ UPDATE tasks_app_taskstate AS s
  WHERE s.task_id = v.id;
 
 -- name: prune_runs
--- Retention (services.retention): deletes up to %(batch)s runs in status %(status)s due before
+-- Retention (services.runs_prune): deletes up to %(batch)s runs in status %(status)s due before
 -- %(cutoff)s, oldest first, of any task but those in %(except_tasks)s (they keep their own
 -- days), and their django-celery-results rows. Later attempts that pointed at a deleted run
 -- lose that link (Django's SET_NULL, done here because the rows go in SQL). Rows another

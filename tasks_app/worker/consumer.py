@@ -3,11 +3,10 @@
 A message with an ETA becomes a request that waits on the worker's timer; Celery keeps the
 timer entry on the request (``_eta_timer_entry``, to cancel it if the connection drops) and
 the entry keeps the request (its arguments). After the entry fires, that cycle and everything
-the request holds (message, headers, body) can only be freed by a full garbage collection: at
-200 runs/s the worker's main process collected 11,000-60,000 such objects every ~12 s, each
-collection stopping it for 20-60 ms, and the runs due meanwhile started that much late
-(docs/benchmarks.md, scenario 1). Dropping the entry once it has fired lets reference
-counting free the request when its run is done.
+the request holds (message, headers, body) can only be freed by a full garbage collection,
+which stops the worker's main process while runs come due (CHANGELOG.md has the figures).
+Dropping the entry once it has fired lets reference counting free the request when its run
+is done.
 """
 
 from __future__ import annotations

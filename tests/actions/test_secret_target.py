@@ -22,7 +22,7 @@ from tasks_app.actions import base
 from tasks_app.models import RunStatus, Task
 from tests.actions.conftest import LOOPBACK_ONLY, Listener
 from tests.actions.helpers import execute_in_process
-from tests.admin.test_forms import form
+from tests.shared import form
 
 pytestmark = pytest.mark.django_db
 

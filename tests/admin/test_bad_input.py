@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.admin.test_forms import form as task_form
+from tests.shared import form as task_form
 from tests.stored_rows import counts
 
 pytestmark = pytest.mark.django_db

@@ -2,11 +2,11 @@
 and its actions go through the services."""
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from tasks_app.models import Run, Task, TaskStatus, Trigger
+from tests.shared import form
 
 pytestmark = pytest.mark.django_db
 
@@ -19,42 +19,6 @@ def admin_client() -> Client:
     client = Client()
     client.force_login(user)
     return client
-
-
-def form(**overrides: str) -> dict[str, str]:
-    data = {
-        "id": "reminder-001",
-        "name": "Reminder",
-        "description": "",
-        "action": "echo",
-        "payload": '{"message": "hi"}',
-        "schedule_type": "none",
-        "run_at_0": "",
-        "run_at_1": "",
-        "interval_seconds": "",
-        "cron": "",
-        "timezone": "UTC",
-        "delay_seconds": "",
-        "queue": settings.CELERY_TASK_DEFAULT_QUEUE,
-        "priority": "5",
-        "max_retries": "0",
-        "retry_backoff_seconds": "10",
-        "timeout_seconds": "",
-        "expires_after_seconds": "",
-        "jitter_seconds": "0",
-        "overlap_policy": "allow",
-        "catchup": "skip",
-        "catchup_window_seconds": "3600",
-        "start_at_0": "",
-        "start_at_1": "",
-        "end_at_0": "",
-        "end_at_1": "",
-        "max_runs": "",
-        "pause_after_failures": "",
-        "alert_after_seconds": "",
-    }
-    data.update(overrides)
-    return data
 
 
 def field_errors(client: Client, **overrides: str) -> dict[str, list[str]]:

@@ -110,14 +110,14 @@ def test_the_list_never_counts_every_entry(operator, monkeypatch) -> None:
     """Large: the table's estimate ("about N"); searched: counted up to a cap."""
     from django.db import connection
 
-    from tasks_app.admin import paging as admin_paging
+    from tasks_app.selectors import paging
 
     recurring(6)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE django_celery_beat_periodictask")
-    monkeypatch.setattr(admin_paging, "EXACT_BELOW", 1)
-    monkeypatch.setattr(admin_paging, "COUNT_CAP", 4)
-    estimate = admin_paging.table_estimate("django_celery_beat_periodictask")
+    monkeypatch.setattr(paging, "EXACT_BELOW", 1)
+    monkeypatch.setattr(paging, "COUNT_CAP", 4)
+    estimate = paging.table_estimate("django_celery_beat_periodictask")
     assert f"about {estimate} periodic tasks" in operator.get(reverse(LIST)).content.decode()
     searched = operator.get(reverse(LIST), {"q": "every-"}).content.decode()
     assert "more than 4 periodic tasks" in searched

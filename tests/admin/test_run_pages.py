@@ -169,17 +169,17 @@ def test_the_run_list_never_counts_the_whole_history(operator, monkeypatch) -> N
     """Large: the table's estimate ("about N"); filtered: counted up to a cap ("more than")."""
     from django.db import connection
 
-    from tasks_app.admin import paging as admin_paging
+    from tasks_app.selectors import paging
 
     task = services.task_create(id="counted-list", action="noop")
     for _ in range(6):
         finished(services.task_execute(task=task), RunStatus.FAILED)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE tasks_app_run")
-    monkeypatch.setattr(admin_paging, "EXACT_BELOW", 1)
-    monkeypatch.setattr(admin_paging, "COUNT_CAP", 4)
+    monkeypatch.setattr(paging, "EXACT_BELOW", 1)
+    monkeypatch.setattr(paging, "COUNT_CAP", 4)
     page = operator.get(reverse(LIST)).content.decode()
-    estimate = admin_paging.table_estimate("tasks_app_run")
+    estimate = paging.table_estimate("tasks_app_run")
     assert f"about {estimate} runs" in page
     failed = operator.get(reverse(LIST), {"status__exact": "failed"}).content.decode()
     assert "more than 4 runs" in failed

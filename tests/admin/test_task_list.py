@@ -36,15 +36,15 @@ def many_tasks(prefix: str, count: int, **fields) -> None:
 
 def test_the_task_list_never_counts_every_task(operator, monkeypatch) -> None:
     """Many tasks: the table's estimate ("about N"); filtered: counted up to a cap."""
-    from tasks_app.admin import paging as admin_paging
+    from tasks_app.selectors import paging
 
     many_tasks("counted", 6)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE tasks_app_task")
-    monkeypatch.setattr(admin_paging, "EXACT_BELOW", 1)
-    monkeypatch.setattr(admin_paging, "COUNT_CAP", 4)
+    monkeypatch.setattr(paging, "EXACT_BELOW", 1)
+    monkeypatch.setattr(paging, "COUNT_CAP", 4)
     page = operator.get(reverse(LIST)).content.decode()
-    assert f"about {admin_paging.table_estimate('tasks_app_task')} tasks" in page
+    assert f"about {paging.table_estimate('tasks_app_task')} tasks" in page
     filtered = operator.get(reverse(LIST), {"action": "noop"}).content.decode()
     assert "more than 4 tasks" in filtered
     found = operator.get(reverse(LIST), {"q": "counted-0003"}).content.decode()

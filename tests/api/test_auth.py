@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, Task
-from tests.api.test_schema import STATIC
+from tests.shared import STATIC
 
 pytestmark = pytest.mark.django_db
 

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus, Task, TaskAuditEntry
+from tests.shared import assert_error
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
@@ -19,17 +20,6 @@ pytestmark = pytest.mark.django_db
 
 def snapshot() -> tuple[int, int, int]:
     return Task.objects.count(), Run.objects.count(), TaskAuditEntry.objects.count()
-
-
-def assert_error(response, status: int, *fields: str) -> dict:
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/json"
-    body = response.json()
-    assert set(body) == {"error", "detail"}
-    assert isinstance(body["error"], str) and body["error"] and "\n" not in body["error"]
-    for field in fields:
-        assert field in body["detail"] and body["detail"][field], body
-    return body
 
 
 def soon(seconds: float) -> str:

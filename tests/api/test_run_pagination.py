@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Trigger
-from tests.api.test_errors import assert_error
+from tests.shared import assert_error
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db

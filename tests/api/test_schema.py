@@ -16,6 +16,7 @@ from schemathesis.specs.openapi.definitions import OPENAPI_30
 from tasks_app import services
 from tasks_app.api.schema import RUN_OPERATIONS, TASK_OPERATIONS
 from tasks_app.tokens import token_create
+from tests.shared import STATIC
 
 pytestmark = pytest.mark.django_db
 
@@ -57,12 +58,6 @@ def test_openapi_document_validates_and_covers_the_contract(api: APIClient) -> N
     )
     assert paths["/api/runs/{run_id}/cancel"]["post"]["responses"]["409"]
     assert "delay_seconds" in doc["components"]["schemas"]["TaskCreateRequest"]["properties"]
-
-
-STATIC = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-}
 
 
 def test_swagger_ui_is_served_without_a_cdn_or_inline_script(api: APIClient) -> None:

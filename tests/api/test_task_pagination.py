@@ -26,9 +26,9 @@ def test_few_matches_are_counted_exactly(api: APIClient, twelve_tasks) -> None:
 def test_past_the_cap_the_count_says_so_and_every_page_is_reachable(
     api: APIClient, twelve_tasks, monkeypatch
 ) -> None:
-    from tasks_app.api import pagination
+    from tasks_app.selectors import paging
 
-    monkeypatch.setattr(pagination, "COUNT_CAP", 4)
+    monkeypatch.setattr(paging, "COUNT_CAP", 4)
     first = api.get("/api/tasks", {"page_size": 5}).json()
     assert (first["count"], first["count_exact"]) == (4, False)
     seen = [t["id"] for t in first["results"]]

@@ -14,11 +14,11 @@ from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
 from tests.browser.conftest import DOCS, WIDE
 from tests.processes import wait_until
+from tests.shared import LONG_ID
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-ops-123"
 SECOND = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$")
-LONG_ID = "customer-invoices-nightly-export-to-accounting"
 
 
 @pytest.fixture

@@ -12,18 +12,11 @@ import pytest
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
 from tests.processes import wait_until
+from tests.shared import log_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 MESSAGE = "hello from the browser"
 NOTE = "Paused for the browser test: database maintenance until 14:00"
-
-
-def log_in(page, base: str, user) -> None:
-    page.goto(f"{base}/admin/login/?next=/admin/")
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", "pw-ops-123")
-    page.click("input[type=submit]")
-    page.wait_for_url(f"{base}/admin/")
 
 
 def test_operator_creates_runs_watches_and_pauses_a_cron_task(

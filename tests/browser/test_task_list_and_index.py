@@ -10,7 +10,7 @@ import pytest
 from tasks_app import services
 from tasks_app.models import Task
 from tests.browser.conftest import DOCS, WIDE
-from tests.browser.test_admin_pages import LONG_ID
+from tests.shared import LONG_ID
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

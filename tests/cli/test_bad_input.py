@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 
 from tasks_app import services
 from tasks_app.models import Run, Task
-from tests.cli.test_tasks_command import cli
+from tests.shared import cli
 from tests.stored_rows import counts
 
 pytestmark = pytest.mark.django_db

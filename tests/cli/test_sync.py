@@ -254,12 +254,17 @@ def test_the_admin_names_the_module_and_offers_no_field_to_edit(declare: Declare
     assert module in listing
     page = client.get("/admin/tasks_app/task/nightly/change/")
     html = page.content.decode()
-    assert f"Declared in {module}" in html
+    assert f"is declared in {module}" in html
     form = page.context["adminform"].form
     assert not {"cron", "action", "payload", "schedule_type"} & set(form.fields)
     assert not page.context["has_delete_permission"]
-    client.post("/admin/tasks_app/task/nightly/change/", {"cron": "0 4 * * *"})
+    answer = client.post(
+        "/admin/tasks_app/task/nightly/change/", {"cron": "0 4 * * *"}, follow=True
+    )
     assert Task.objects.get(pk="nightly").cron == "0 3 * * *"
+    said = [str(m) for m in answer.context["messages"]]
+    assert not any("changed successfully" in m for m in said), said
+    assert any(m.startswith("Nothing was changed") and module in m for m in said), said
 
 
 @pytest.mark.django_db(transaction=True)
@@ -426,7 +431,7 @@ def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
     from django_celery_beat.models import CrontabSchedule, PeriodicTasks
 
     from tasks_app.models import TaskState
-    from tasks_app.services.schedules_sync import schedules_apply, schedules_plan
+    from tasks_app.schedules.sync import schedules_apply, schedules_plan
 
     def release(*, bulk: bool) -> tuple[dict[str, object], list[dict[str, object]]]:
         # A schedule row that exists before the sync is reused, not created again.

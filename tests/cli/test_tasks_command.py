@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta
 from io import StringIO
@@ -16,9 +14,11 @@ from django.test import override_settings
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.management.commands.tasks import duration, relative
+from tasks_app.display import relative
+from tasks_app.management.cli.arguments import duration
 from tasks_app.models import Run, Task, TaskAuditEntry
-from tests.processes import ROOT, process_env, wait_until
+from tests.processes import wait_until
+from tests.shared import cli
 from tests.stored_rows import run_set
 
 
@@ -32,18 +32,6 @@ def tasks_text(*args: str) -> str:
     out = StringIO()
     call_command("tasks", *args, stdout=out)
     return out.getvalue()
-
-
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """The real command line, as a script would run it, against the test database."""
-    return subprocess.run(
-        [sys.executable, "manage.py", "tasks", *args],
-        cwd=ROOT,
-        env=process_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_durations_and_relative_times() -> None:

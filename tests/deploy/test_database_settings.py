@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from tests.api.test_security import manage
+from tests.shared import manage
 
 ENV = {"DJANGO_SECRET_KEY": "test-secret-not-for-production"}
 URL = "postgres://app@db.internal:5432/tasks"

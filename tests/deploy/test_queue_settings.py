@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.api.test_security import manage
+from tests.shared import manage
 
 RABBITMQ = {
     "DATABASE_URL": "postgres://app@db.internal:5432/tasks",

@@ -22,6 +22,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.django_tasks import TaskResultStatus, enqueue_many
 from tasks_app.models import Run, RunStatus
+from tasks_app.schedules.sync import schedules_sync
 from tasks_app.tokens import token_create
 from tests.django_tasks import functions
 from tests.processes import ROOT, process_env, wait_until
@@ -119,7 +120,7 @@ def test_a_task_raising_system_exit_is_one_failed_attempt_naming_it(worker: obje
 def test_a_function_declared_with_two_retries_fails_twice_then_succeeds(worker: object) -> None:
     """Policies of a @task function declared in code (``function_policy`` in a schedules
     module, applied by ``tasks sync``): each call retries with backoff under its own id."""
-    services.schedules_sync("tests.django_tasks.schedules")
+    schedules_sync("tests.django_tasks.schedules")
     result = functions.flaky.enqueue(3)
     done = wait_until(lambda: finished(functions.flaky, result.id), timeout=30, message="flaky")
     assert done.status == TaskResultStatus.SUCCESSFUL and done.return_value == 3

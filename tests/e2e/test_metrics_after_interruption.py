@@ -11,8 +11,8 @@ import pytest
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tasks_app.services import run_tally
-from tests.observability.test_metrics import runs, scrape
 from tests.processes import wait_until
+from tests.shared import runs_total, scrape
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -52,5 +52,5 @@ def test_metrics_answers_and_counts_interrupted_runs_after_a_worker_is_killed(
     monkeypatch.setattr(run_tally, "TALLY_LAG", timedelta(0))
     for _ in range(2):  # the scrape that writes the tally, and the one after it
         samples = scrape(client)  # asserts 200
-        assert runs(samples, "interrupted", "sleep") == len(cut_off)
-        assert runs(samples, "completed", "sleep") == RUNS
+        assert runs_total(samples, "interrupted", "sleep") == len(cut_off)
+        assert runs_total(samples, "completed", "sleep") == RUNS

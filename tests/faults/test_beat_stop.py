@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
+from tasks_app.beat.sweep import ready_messages
 from tasks_app.models import Run, RunStatus, Task
-from tasks_app.worker.recovery import ready_messages
 from tests.processes import delete_queue, wait_until
 
 from .conftest import Figures, StartProc

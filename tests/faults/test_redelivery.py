@@ -9,8 +9,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from tasks_app import dispatch, services
+from tasks_app.beat import sweep
 from tasks_app.models import Run, RunStatus
-from tasks_app.worker import recovery
 from tests.effects.models import Effect, Execution
 from tests.processes import wait_until
 
@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def queue_depth() -> int | None:
-    return recovery.ready_messages(settings.CELERY_TASK_DEFAULT_QUEUE)
+    return sweep.ready_messages(settings.CELERY_TASK_DEFAULT_QUEUE)
 
 
 def test_duplicate_messages_for_a_finished_run_are_acknowledged_and_ignored(

@@ -7,30 +7,15 @@ import socket
 
 import pytest
 from django.test import override_settings
-from prometheus_client.parser import text_string_to_metric_families
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tasks_app.observability import metrics
 from tests.processes import wait_until
+from tests.shared import runs_total, scrape
 from tests.stored_rows import run_set
 
 TOKEN = "s3cret-scrape-token"
-
-
-def scrape(client, **headers) -> dict[str, dict[tuple, float]]:
-    response = client.get("/metrics", **headers)
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"].startswith("text/plain; version=")
-    out: dict[str, dict[tuple, float]] = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for sample in family.samples:
-            out.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return out
-
-
-def runs(samples, status: str, action: str) -> float:
-    return samples.get("tasks_runs_total", {}).get((("action", action), ("status", status)), 0)
 
 
 @pytest.mark.django_db
@@ -83,7 +68,7 @@ def test_counters_and_lateness_histogram_move_when_runs_complete(client, worker)
         message="three runs to complete",
     )
     after = scrape(client)
-    assert runs(after, "completed", "echo") - runs(before, "completed", "echo") == 3
+    assert runs_total(after, "completed", "echo") - runs_total(before, "completed", "echo") == 3
     count_before = before["tasks_run_start_lateness_seconds_count"][()]
     assert after["tasks_run_start_lateness_seconds_count"][()] == count_before + 3
     assert after["tasks_run_start_lateness_seconds_bucket"][(("le", "+Inf"),)] == count_before + 3
@@ -109,10 +94,12 @@ def test_run_counters_do_not_go_back_when_retention_deletes_runs(client) -> None
             run.pk, status=status, due_at=when, started_at=when, finished_at=when, lateness_ms=3.0
         )
     before = scrape(client)
-    assert runs(before, "completed", "noop") == 2 and runs(before, "failed", "noop") == 1
+    assert (
+        runs_total(before, "completed", "noop") == 2 and runs_total(before, "failed", "noop") == 1
+    )
     assert services.runs_prune().runs == 2
     after = scrape(client)
-    assert runs(after, "completed", "noop") == 2 and runs(after, "failed", "noop") == 1
+    assert runs_total(after, "completed", "noop") == 2 and runs_total(after, "failed", "noop") == 1
     assert after["tasks_run_start_lateness_seconds_count"][()] == 3
     assert after["tasks_run_start_lateness_seconds_bucket"][(("le", "0.005"),)] == 3
 

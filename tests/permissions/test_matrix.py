@@ -29,7 +29,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
-from tests.admin.test_forms import form
+from tests.shared import form
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db

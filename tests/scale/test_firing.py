@@ -10,8 +10,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from tasks_app import services
+from tasks_app.beat.sweep import ready_messages
 from tasks_app.models import Run, RunStatus, Task, TaskState
-from tasks_app.worker.recovery import ready_messages
 from tests.processes import delete_queue, wait_until
 from tests.scale.conftest import assert_unbroken, bulk_interval_tasks, fire_instants, leaders
 

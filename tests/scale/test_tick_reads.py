@@ -17,11 +17,11 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from tasks_app import services
+from tasks_app.beat import sweep
 from tasks_app.beat.scheduler import TaskScheduler
 from tasks_app.models import Run, Task
 from tasks_app.services import EXECUTE_TASK
-from tasks_app.services.retention import prune_plan
-from tasks_app.worker import recovery
+from tasks_app.services.runs_prune import prune_plan
 from tests.scale.conftest import bulk_interval_tasks
 
 pytestmark = [pytest.mark.django_db]
@@ -74,7 +74,7 @@ def test_a_leader_pass_reads_the_due_tasks_not_every_stored_schedule(stored: Non
     now = timezone.now()
     before = rows_read()
 
-    recovery.recover_runs(now=now)
+    sweep.recover_runs(now=now)
     fired = services.schedule_fire_due(now=now, lookahead=services.horizon())
     services.release_due_runs(now=now)
     services.alarms_check(now=now)

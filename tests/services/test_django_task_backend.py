@@ -26,6 +26,7 @@ from tasks_app.django_tasks import (
 )
 from tasks_app.django_tasks.framework import run_priority
 from tasks_app.models import Run, RunStatus, Task, Trigger
+from tasks_app.schedules.sync import schedules_sync
 from tests.django_tasks import functions
 from tests.stored_rows import run_set
 
@@ -262,7 +263,7 @@ def test_a_policy_declared_in_code_takes_over_the_functions_task_and_is_read_onl
     """The function's task, made by its first enqueue, takes the policies declared for it
     (``function_policy``) and keeps its runs; declared, it refuses an edit."""
     earlier = functions.flaky.enqueue(1)
-    services.schedules_sync("tests.django_tasks.schedules")
+    schedules_sync("tests.django_tasks.schedules")
     task = Task.objects.get(pk="tests.django_tasks.functions.flaky")
     assert (task.max_retries, task.retry_backoff_seconds) == (2, 1)
     assert task.declared_in == "tests.django_tasks.schedules"

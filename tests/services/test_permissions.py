@@ -28,8 +28,8 @@ from rest_framework.test import APIClient
 from tasks_app import actions, permissions, services
 from tasks_app.models import RunStatus, Task
 from tasks_app.tokens import token_create
-from tests.admin.test_forms import form
 from tests.processes import ROOT, process_env
+from tests.shared import form
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db

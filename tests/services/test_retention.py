@@ -1,4 +1,4 @@
-"""Retention (services.retention): which finished runs go, in batches, with their Celery
+"""Retention (services.runs_prune): which finished runs go, in batches, with their Celery
 results; what stays (recent, waiting, running, a task's own rule); later attempts survive
 their deleted first attempt."""
 

@@ -20,8 +20,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.models import Run, Task
 from tasks_app.tokens import token_create
-from tests.admin.test_forms import form
-from tests.services.test_run_lifecycle import queued_run
+from tests.shared import form, queued_run
 
 pytestmark = pytest.mark.django_db
 

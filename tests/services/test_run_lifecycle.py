@@ -9,20 +9,10 @@ from django.utils import timezone
 
 from tasks_app import services, store
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
+from tests.shared import queued_run
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
-
-
-def queued_run(task: Task, *, trigger: str = Trigger.API, late: float = 0.0, **extra) -> Run:  # type: ignore[no-untyped-def]
-    """A run as a worker finds it: ``queued``, due ``late`` seconds ago (stored far ahead so
-    nothing is published, then moved by hand as the release would)."""
-    now = timezone.now()
-    run = services.run_create(
-        task=task, trigger=trigger, due_at=now + timedelta(hours=1), now=now, **extra
-    )
-    run_set(run.pk, status=RunStatus.QUEUED, queued_at=now, due_at=now - timedelta(seconds=late))
-    return Run.objects.get(pk=run.pk)
 
 
 def test_claim_starts_a_queued_run_once_and_marks_the_task_running() -> None:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from tasks_app import services, validation
 from tasks_app.models import Task
-from tests.admin.test_forms import form
+from tests.shared import form
 
 ROOT = Path(__file__).resolve().parents[2]
 

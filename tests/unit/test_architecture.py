@@ -127,6 +127,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "pure",
         (
             "tasks_app.choices",
+            "tasks_app.display",
             "tasks_app.conf",
             "tasks_app.timing",
             "tasks_app.validation",
@@ -134,7 +135,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.hardening",
             "tasks_app.client_address",
             "tasks_app.queues",
-            "tasks_app.schedules",
+            "tasks_app.schedules.definition",
             "tasks_app.secret_fields",
             "tasks_app.django_tasks.framework",
             "tasks_app.broker",
@@ -146,6 +147,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "services",
         (
             "tasks_app.services",
+            "tasks_app.schedules",
             "tasks_app.selectors",
             "tasks_app.permissions",
             "tasks_app.tokens",
@@ -235,3 +237,16 @@ def test_tasks_app_never_lifts_the_status_guard() -> None:
         and "allow_status_writes" in path.read_text()
     ]
     assert users == []
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    """Helpers shared by test modules live in shared helper modules (``tests/shared.py``,
+    ``tests/processes.py``, ...): importing one test module from another runs its tests'
+    module-level code twice and hides where a helper lives."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if re.search(r"(^|\.)test_\w+$", node.module):
+                    offenders.append(f"{path.relative_to(ROOT)}: {node.module}")
+    assert offenders == []

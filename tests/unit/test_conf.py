@@ -11,8 +11,14 @@ from typing import Any
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from tasks_app.conf import AppSettings, app_settings, environ_settings, settings_table
-from tests.api.test_security import manage
+from tasks_app.conf import (
+    AppSettings,
+    DeploymentSettings,
+    app_settings,
+    environ_settings,
+    settings_table,
+)
+from tests.shared import manage
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATIONS = ROOT / "docs" / "operations.md"
@@ -164,9 +170,21 @@ def test_the_docs_settings_table_is_the_declared_one() -> None:
 
 
 def _deployment_variables() -> set[str]:
-    """The TASKS_* variables project/settings.py reads itself (its deployment, not the app)."""
-    source = (ROOT / "project" / "settings.py").read_text()
-    return set(re.findall(r"\"(TASKS_[A-Z0-9_]+)\"", source))
+    """The TASKS_* variables of the deployment (project/settings.py), declared in the app."""
+    return {setting.name for setting in DeploymentSettings.declared()}
+
+
+def test_the_project_reads_no_tasks_variable_but_through_the_app() -> None:
+    """Every TASKS_* variable is parsed by tasks_app.conf: the demo project's code reads
+    none of them from the environment itself."""
+    offenders = [
+        f"{path.name}: {name}"
+        for path in sorted((ROOT / "project").glob("*.py"))
+        for name in re.findall(
+            r"(?:environ(?:\.get\(|\[)|env_\w+\()\s*[\"'](TASKS_[A-Z0-9_]+)", path.read_text()
+        )
+    ]
+    assert offenders == []
 
 
 def test_every_setting_the_docs_name_exists_with_the_default_they_give() -> None:

@@ -1,8 +1,8 @@
-"""How far ahead beat prepares fires (``timing.fire_ahead.lead_needed``): pure arithmetic."""
+"""How far ahead beat prepares fires (``beat.fire_ahead_lead.lead_needed``): pure arithmetic."""
 
 from datetime import UTC, datetime, timedelta
 
-from tasks_app.timing.fire_ahead import lead_needed, per_fire, wall_share
+from tasks_app.beat.fire_ahead_lead import lead_needed, per_fire, wall_share
 
 NOW = datetime(2026, 12, 2, 9, 0, 0, tzinfo=UTC)
 S = timedelta(seconds=1)

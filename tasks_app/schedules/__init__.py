@@ -24,7 +24,7 @@ The keywords are the REST API's task fields (``action``, ``payload``, ``schedule
 definition states the whole task. ``manage.py tasks sync`` checks every definition with the
 API's rules before it writes anything, then creates, updates and removes tasks to match the
 list, in one transaction (``--plan`` shows the difference, ``--check`` exits 1 while there
-is one). See ``tasks_app.services.schedules_sync``.
+is one).
 
 A ``@task`` function's policies are declared beside them, with no schedule: its calls are
 its runs, and ``function_policy`` names the function's task for you::
@@ -34,34 +34,11 @@ its runs, and ``function_policy`` names the function's task for you::
     SCHEDULES = [
         function_policy(send_welcome_email, max_retries=3, retry_backoff_seconds=30),
     ]
+
+The package: ``definition`` (the ``Schedule`` type, ``function_policy``), ``sync`` (plan and apply a declared
+set, all or nothing), ``set_writes`` (the set's rows written in a few statements).
 """
 
-from __future__ import annotations
+from .definition import Schedule, function_policy
 
-from dataclasses import dataclass, field
-from typing import Any
-
-from .django_tasks.framework import ACTION, function_task_id
-
-
-@dataclass(frozen=True, init=False)
-class Schedule:
-    """One task, as code declares it: its id and its fields (keywords of the REST API)."""
-
-    id: str
-    fields: dict[str, Any] = field(default_factory=dict)
-
-    def __init__(self, id: str, /, **fields: Any) -> None:
-        object.__setattr__(self, "id", id)
-        object.__setattr__(self, "fields", dict(fields))
-
-
-def function_policy(function: Any, /, **fields: Any) -> Schedule:
-    """The task of the ``@task`` ``function`` (or its dotted path), the one its enqueues
-    run under, with these policies (``max_retries``, ``retry_backoff_seconds``,
-    ``timeout_seconds``, ``expires_after_seconds``, ``overlap_policy``, ``queue``,
-    ``priority``, ``pause_after_failures``, ...). Declared, it is read-only elsewhere; chosen
-    in code, the function needs no ``TASKS_DJANGO_TASKS`` entry."""
-    path = function if isinstance(function, str) else function.module_path
-    fields.setdefault("name", path[:200])
-    return Schedule(function_task_id(path), action=ACTION, payload={"task": path}, **fields)
+__all__ = ["Schedule", "function_policy"]

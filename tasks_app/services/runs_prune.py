@@ -19,7 +19,7 @@ are skipped (``SKIP LOCKED``), so two pruners never wait on each other. Why batc
 and not time partitions: docs/operations.md#retention.
 
 The leading beat runs :func:`runs_prune` continuously from a thread of its own
-(``tasks_app.beat.retention``); ``manage.py tasks prune`` runs one pass.
+(``tasks_app.beat.prune_thread``); ``manage.py tasks prune`` runs one pass.
 """
 
 from __future__ import annotations

@@ -9,28 +9,29 @@ it), plans their first fires in one statement (``tasks_plan_fires``) and writes 
 ran, with their beat entries and both audit entries. Neither marks django-celery-beat's
 ``PeriodicTasks`` changed: the caller does that once for the whole set.
 
-The definitions were checked before (``schedules_sync.schedules_plan``): nothing here
+The definitions were checked before (``schedules.sync.schedules_plan``): nothing here
 validates again.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from django.db import connection, models
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from .. import secret_fields, store
+from .. import secret_fields
 from ..models import Run, ScheduleType, Task, TaskAuditEntry
-from ..timing import scheduling
-from ..timing.task_schedule import first_fire
-from .audit import plain
-from .schedule_sync import EXECUTE_TASK, fires_ahead_drop, owned_entry_name
-from .tasks import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
+from ..services.audit import plain
+from ..services.schedule_mirror import (
+    beat_entry_fields,
+    crontab_fields,
+    fires_ahead_drop,
+    tasks_plan_fires,
+)
+from ..services.tasks import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
 
 BATCH = 5000
 
@@ -49,7 +50,7 @@ def create_recurring(tasks: list[Task], *, module: str, by: str) -> None:
         task.declared_in = module
         task.periodic_task = entry
     _copy(Task, tasks)  # a trigger inserts each state row
-    _plan_fires(tasks, now=now, replan=set(tasks))
+    tasks_plan_fires(tasks, now=now, replan=set(tasks), batch=BATCH)
     _copy(
         TaskAuditEntry,
         (
@@ -129,7 +130,7 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
     ]
     Task.objects.bulk_update(mine, columns, batch_size=1000)
     fires_ahead_drop(refire, now=now)
-    _plan_fires(mine, now=now, replan=replan)
+    tasks_plan_fires(mine, now=now, replan=replan, batch=BATCH)
     entries = _entries(mine)
     for task in mine:
         entry = stored[task.pk].periodic_task
@@ -217,33 +218,12 @@ def _entries(tasks: list[Task]) -> dict[str, dict[str, Any]]:
     crontabs = _crontabs(set(crons.values()))
     return {
         t.pk: {
-            "name": owned_entry_name(t.id),
-            "task": EXECUTE_TASK,
-            "kwargs": json.dumps({"task_id": t.id}),
+            **beat_entry_fields(t),
             "interval_id": intervals[t.interval_seconds] if _is_interval(t) else None,
             "crontab_id": None if _is_interval(t) else crontabs[crons[t.pk]],
-            "enabled": not t.paused,
-            # What PeriodicTask.save stores for empty values.
-            "queue": t.queue or None,
-            "exchange": None,
-            "routing_key": None,
-            "priority": t.priority,
-            "description": f"Owned by task {t.id}; edit the task, not this entry.",
         }
         for t in tasks
     }
-
-
-def _plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task]) -> None:
-    """``task_plan_fires`` of each task (its first fire from ``now`` if in ``replan``)."""
-    for start in range(0, len(tasks), BATCH):
-        chunk = tasks[start : start + BATCH]
-        fires = [
-            {"id": t.pk, "replan": t in replan, "first_fire": fire and fire.isoformat()}
-            for t in chunk
-            for fire in (first_fire(t, now=now),)
-        ]
-        store.execute("tasks_plan_fires", {"fires": json.dumps(fires)})
 
 
 def _is_interval(task: Task) -> bool:
@@ -267,9 +247,8 @@ def _plain(value: Any) -> Any:
 
 
 def _cron_key(task: Task) -> CronKey:
-    fields = scheduling.parse_cron(task.cron)
-    minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
-    return (minute, hour, dom, month, dow, str(task.timezone))
+    minute, hour, dom, month, dow, zone = crontab_fields(task).values()
+    return (minute, hour, dom, month, dow, zone)
 
 
 def _intervals(seconds: set[int | None]) -> dict[int | None, int]:

@@ -1,4 +1,4 @@
-"""Schedules declared in code (``tasks_app.schedules``) made the database's tasks.
+"""Schedules declared in code (``tasks_app.schedules.Schedule``) made the database's tasks.
 
 ``schedules_plan`` reads ``SCHEDULES`` from ``TASKS_SCHEDULES_MODULE``, checks every
 definition with the rules every task passes (unknown keywords, value types, then the model's
@@ -33,11 +33,11 @@ from django_celery_beat.models import PeriodicTasks
 
 from ..conf import app_settings
 from ..models import Task
-from ..schedules import Schedule
-from . import schedules_bulk
-from .audit import audit, plain
-from .task_rules import validate_task
-from .tasks import TASK_FIELDS, task_delete, task_pause, task_save
+from ..services.audit import audit, plain
+from ..services.task_rules import validate_task
+from ..services.tasks import TASK_FIELDS, task_delete, task_pause, task_save
+from . import set_writes
+from .definition import Schedule
 
 SYNC_BY = "tasks sync"
 # The transaction-level advisory lock of a sync: two releases at once apply one after the other.
@@ -201,7 +201,7 @@ def schedules_apply(plan: Plan, *, bulk: bool = True) -> None:
     """Write ``plan`` in one transaction (nothing is written if any write fails).
 
     ``bulk`` (the default) writes the new and changed recurring tasks and the removed tasks
-    without runs as sets (``schedules_bulk``): a few statements for the whole set instead of
+    without runs as sets (``set_writes``): a few statements for the whole set instead of
     some twenty per task, with the rows the per-task services (``task_save``,
     ``task_delete``) write, and django-celery-beat's "changed" mark set once. The other
     changes (``once`` and on-demand tasks, a schedule that starts or stops recurring,
@@ -219,9 +219,9 @@ def schedules_apply(plan: Plan, *, bulk: bool = True) -> None:
         ]
         updates = [c.desired for c in plan.changes if c.kind == "update" and c.desired is not None]
         removes = [c.task_id for c in plan.changes if c.kind == "remove"]
-        handled = schedules_bulk.remove_unused(removes, module=plan.module, by=SYNC_BY)
-        handled |= schedules_bulk.update_recurring(updates, module=plan.module, by=SYNC_BY)
-        schedules_bulk.create_recurring(creates, module=plan.module, by=SYNC_BY)
+        handled = set_writes.remove_unused(removes, module=plan.module, by=SYNC_BY)
+        handled |= set_writes.update_recurring(updates, module=plan.module, by=SYNC_BY)
+        set_writes.create_recurring(creates, module=plan.module, by=SYNC_BY)
         handled |= {t.pk for t in creates}
         for change in plan.changes:
             if change.task_id not in handled:

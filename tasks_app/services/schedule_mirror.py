@@ -1,11 +1,14 @@
-"""A task's schedule kept in line with the task: its ``next_run_at``, the run a ``once``
-task owns, and the django-celery-beat entry a recurring task owns (written here only)."""
+"""The mirror of a task's schedule, kept in line with the task: its ``next_run_at``, the run a
+``once`` task owns, and the django-celery-beat entry a recurring task owns (its fields are
+:func:`beat_entry_fields`'s, whoever writes it: one task here, a declared set in
+``tasks_app.schedules.set_writes``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
@@ -46,6 +49,20 @@ def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
     sync_periodic_task(task)
 
 
+def tasks_plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task], batch: int) -> None:
+    """``task_plan_fires`` of a set of tasks in statements of ``batch`` tasks
+    (``tasks_plan_fires``): each task's first fire from ``now`` if it is in ``replan``. The
+    set writes of ``manage.py tasks sync`` (``tasks_app.schedules.set_writes``) plan with it."""
+    for start in range(0, len(tasks), batch):
+        chunk = tasks[start : start + batch]
+        fires = [
+            {"id": t.pk, "replan": t in replan, "first_fire": fire and fire.isoformat()}
+            for t in chunk
+            for fire in (first_fire(t, now=now),)
+        ]
+        store.execute("tasks_plan_fires", {"fires": json.dumps(fires)})
+
+
 def fires_ahead_drop(task_ids: Iterable[str], *, now: datetime) -> None:
     """Remove the fires of ``task_ids`` recorded ahead of their instant (``drop_fires_ahead``):
     the tasks were paused or what their fires are changed, before the fires came due. Beat
@@ -78,8 +95,42 @@ def _sync_once_run(task: Task, *, now: datetime) -> None:
     task.load_state()
 
 
+def beat_entry_fields(task: Task) -> dict[str, Any]:
+    """The fields of the beat entry ``task`` owns, its schedule row aside (the one mapping
+    from a task to its ``PeriodicTask``: :func:`sync_periodic_task` writes one entry with
+    it, ``tasks_app.schedules.set_writes`` a declared set's). Empty values as ``PeriodicTask.save`` stores
+    them."""
+    return {
+        "name": owned_entry_name(task.id),
+        "task": EXECUTE_TASK,
+        "kwargs": json.dumps({"task_id": task.id}),
+        "enabled": not task.paused,
+        "queue": task.queue or None,
+        "exchange": None,
+        "routing_key": None,
+        "priority": task.priority,
+        "description": f"Owned by task {task.id}; edit the task, not this entry.",
+    }
+
+
+def crontab_fields(task: Task) -> dict[str, str]:
+    """The ``CrontabSchedule`` a cron task's entry points at: its five fields (a macro such
+    as ``@daily`` expanded) and its time zone."""
+    fields = scheduling.parse_cron(task.cron)
+    minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
+    return {
+        "minute": minute,
+        "hour": hour,
+        "day_of_month": dom,
+        "month_of_year": month,
+        "day_of_week": dow,
+        "timezone": str(task.timezone),
+    }
+
+
 def sync_periodic_task(task: Task) -> None:
-    """The django-celery-beat entry a recurring task owns; only this function writes it."""
+    """The django-celery-beat entry a recurring task owns, written from :func:`beat_entry_fields`
+    (as a declared set's entries are, in bulk, by ``tasks_app.schedules.set_writes``)."""
     if not task.is_recurring:
         if task.periodic_task_id:
             periodic = task.periodic_task
@@ -94,27 +145,8 @@ def sync_periodic_task(task: Task) -> None:
             every=task.interval_seconds, period=IntervalSchedule.SECONDS
         )
     else:
-        fields = scheduling.parse_cron(task.cron)
-        minute, hour, dom, month, dow = scheduling.expand_macro(fields.text).split()
-        crontab, _ = CrontabSchedule.objects.get_or_create(
-            minute=minute,
-            hour=hour,
-            day_of_month=dom,
-            month_of_year=month,
-            day_of_week=dow,
-            timezone=task.timezone,
-        )
-    values = {
-        "name": owned_entry_name(task.id),
-        "task": EXECUTE_TASK,
-        "kwargs": json.dumps({"task_id": task.id}),
-        "interval": interval,
-        "crontab": crontab,
-        "enabled": not task.paused,
-        "queue": task.queue,
-        "priority": task.priority,
-        "description": f"Owned by task {task.id}; edit the task, not this entry.",
-    }
+        crontab, _ = CrontabSchedule.objects.get_or_create(**crontab_fields(task))
+    values = {**beat_entry_fields(task), "interval": interval, "crontab": crontab}
     periodic = task.periodic_task
     if periodic is None:
         periodic = PeriodicTask.objects.create(**values)
