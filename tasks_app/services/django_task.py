@@ -66,7 +66,7 @@ def django_task_enqueue(
     it in time. ``ValidationError`` names a refused field; nothing is written then.
     """
     (run,) = _write(
-        "enqueue_run",
+        batch=False,
         path=path,
         calls=[(args, kwargs)],
         queue=queue,
@@ -92,7 +92,7 @@ def django_task_enqueue_many(
     if not calls:
         return []
     return _write(
-        "enqueue_runs",
+        batch=True,
         path=path,
         calls=calls,
         queue=queue,
@@ -103,8 +103,8 @@ def django_task_enqueue_many(
 
 
 def _write(
-    statement: str,
     *,
+    batch: bool,
     path: str,
     calls: list[tuple[list[Any], dict[str, Any]]],
     queue: str,
@@ -116,9 +116,10 @@ def _write(
     due_at = now
     if run_after is not None and run_after > now:
         due_at = validation.check_run_at(run_after, now=now, field="run_after")
+    task_id = function_task_id(path)
     runs = [
         Run(
-            task_id=function_task_id(path),
+            task_id=task_id,
             trigger=Trigger.ENQUEUE,
             status=RunStatus.PENDING,
             due_at=due_at,
@@ -130,8 +131,9 @@ def _write(
         )
         for args, kwargs in calls
     ]
+    statement = "enqueue_runs" if batch else "enqueue_run"
     params = store.run_params(runs[0]) | {"horizon_end": now + horizon(), "path": path}
-    if statement == "enqueue_runs":
+    if batch:
         params["ids"] = [r.id for r in runs]
         params["payloads"] = Jsonb([r.payload for r in runs])
     row = store.fetch_one(statement, params)
@@ -140,9 +142,7 @@ def _write(
         row = store.fetch_one(statement, params)
         if row is None:
             raise ValidationError({"task": [f"the task of {path} could not be written"]})
-    if statement == "enqueue_runs":
-        row = row[1:]  # after the count
-    status, task = row[0], store.message_task(row[1:])
+    status, task = row[1], store.message_task(row[2:])  # after how many were inserted
     for run in runs:
         run.status, run.task = status, task
         run._state.adding, run._state.db = False, "default"

@@ -65,6 +65,4 @@ def path_refusal(path: str) -> str | None:
 def run_refusal(path: str, *, task_id: str) -> str | None:
     """Why a run of the task ``task_id`` may not call ``path`` now (``None``: it may): the
     setting admits it, or the task is the function's own. Imports nothing, reads nothing."""
-    if function_task_id(path) == task_id or matches(path, app_settings.DJANGO_TASKS):
-        return None
-    return unmatched(path, app_settings.DJANGO_TASKS, setting=SETTING)
+    return None if function_task_id(path) == task_id else path_refusal(path)

@@ -43,8 +43,9 @@ RETURNING s.task_id;
 -- already queued when it is due within the release horizon (%(horizon_end)s) and the task is
 -- not paused, so the caller publishes it at commit without reading it back. The task's state
 -- row is written only when its status or next_run_at changes (most enqueues of a busy
--- function change neither). No row when the task is missing; else the run's status and the
--- task's fields a message needs (store.MESSAGE_TASK_FIELDS).
+-- function change neither). No row when the task is missing; else 1 (the runs inserted, as
+-- enqueue_runs answers), the run's status and the task's fields a message needs
+-- (store.MESSAGE_TASK_FIELDS).
 WITH created AS (
     INSERT INTO tasks_app_run ({run_columns})
     SELECT {enqueued_run_values}
@@ -64,7 +65,7 @@ WITH created AS (
            tasks_app_next_run_at(
                t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at))
 )
-SELECT c.status, {message_task_fields:t}
+SELECT 1, c.status, {message_task_fields:t}
   FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
 
 -- name: enqueue_runs
