@@ -30,9 +30,10 @@ round; per side the median over the rounds:
   statement writes the ``N`` runs, then the batch is published, confirmed by the broker,
   before the call returns); the runs queued and the messages in the queue are counted
   afterwards;
-- ``floor``: one ``COPY`` of ``N`` rows, then ``N`` messages of the same kind (Celery's
-  message built per run, as ``tasks_app.dispatch.BatchPublisher`` builds it) published on
-  one channel in confirm mode, every confirm drained;
+- ``floor``: one ``COPY`` of ``N`` rows, then ``N`` messages of the same kind published on
+  one channel in confirm mode, every confirm drained, written as
+  ``tasks_app.dispatch.BatchPublisher`` writes a batch of one shape (Celery builds the first
+  message, the others are its frames with their own id);
 - ``ox``: ``django_ox.bulk.enqueue_many`` of the same calls (``bulk_create`` in one
   transaction; it publishes nothing: the committed rows are its queue).
 
@@ -274,12 +275,19 @@ class FloorBulk:
             self.single.add(tag)
 
     def __call__(self, n: int) -> None:
+        from tasks_app.dispatch import MessageFrames
+
         amqp, now = self.app.amqp, datetime.now(UTC)
         with self.pg.cursor() as cur, cur.copy(f"COPY {FLOOR_TABLE} (args, at) FROM STDIN") as copy:
             for i in range(n):
                 copy.write_row((f"[{i}]", now))
+        # Celery builds the first message; the others are its frames with their own id, as
+        # tasks_app.dispatch.BatchPublisher writes a batch of one shape.
+        frames, shape = MessageFrames(self.producer, lean=True), ("floor",)
         for i in range(n):
             task_id = str(uuid.uuid4())
+            if frames.copy(shape, task_id):
+                continue
             message = amqp.create_task_message(
                 task_id,
                 "bench.noop",
@@ -287,7 +295,11 @@ class FloorBulk:
                 reply_to=self.app.thread_oid,
                 create_sent_event=self.app.conf.task_send_sent_event,
             )
-            amqp.send_task_message(self.producer, "bench.noop", message, **self.route, retry=False)
+            with frames.recording(shape, task_id):
+                amqp.send_task_message(
+                    self.producer, "bench.noop", message, **self.route, retry=False
+                )
+        frames.flush()
         self.tag += n
         deadline = time.monotonic() + 60
         while self.upto + len(self.single) < self.tag and time.monotonic() < deadline:

@@ -9,11 +9,16 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, cast
 from uuid import UUID
 
-from celery import current_app
+from amqp import spec
+from amqp.method_framing import frame_writer
+from celery import current_app, signals
 from kombu import Queue
 from kombu.exceptions import OperationalError
 
@@ -185,11 +190,13 @@ class BatchPublisher:
             self._acked = set()
             try:
                 producer = self._producer()
+                frames = MessageFrames(producer, lean=self._lean())
                 routes: dict[str, dict[str, Any]] = {}
                 for run in runs:
-                    self._send(producer, run, now=now, routes=routes)
+                    self._send(producer, frames, run, now=now, routes=routes)
                     self._outstanding[self._next_tag] = run.id
                     self._next_tag += 1
+                frames.flush()
                 deadline = time.monotonic() + self.CONFIRM_TIMEOUT
                 while self._outstanding and time.monotonic() < deadline:
                     self._conn.drain_events(timeout=max(deadline - time.monotonic(), 0.01))
@@ -204,23 +211,46 @@ class BatchPublisher:
                 self.close()
             return [r.id for r in runs if r.id not in self._acked]
 
+    def _lean(self) -> bool:
+        """Whether a message may be written as a copy of another of its shape: only when
+        nothing else would see each publish (Celery's sent events, publish signals)."""
+        return not (
+            self.app.conf.task_send_sent_event
+            or signals.before_task_publish.receivers
+            or signals.after_task_publish.receivers
+        )
+
     def _send(
-        self, producer: Any, run: Run, *, now: datetime, routes: dict[str, dict[str, Any]]
+        self,
+        producer: Any,
+        frames: MessageFrames,
+        run: Run,
+        *,
+        now: datetime,
+        routes: dict[str, dict[str, Any]],
     ) -> None:
         """Write ``run``'s message: the one ``send_task`` writes, built by Celery's own
         ``create_task_message`` and ``send_task_message``, with the route of its queue worked
         out once per batch. ``send_task`` does the routing, a task-registry lookup and about
         ten configuration lookups per message: a fifth of the CPU of each of beat's fires
-        (docs/scale.md). A message for Celery's native delayed delivery (quorum queues)
-        still goes through ``send_task``, which routes it."""
+        (docs/scale.md). Messages of one shape (task, queue, priority, due time: every call
+        of one ``enqueue_many``) differ only in the run's id, so once Celery has written the
+        first, the others are its frames with the id replaced (``MessageFrames``). A message
+        for Celery's native delayed delivery (quorum queues) still goes through
+        ``send_task``, which routes it."""
+        # What message_options reads besides the id (the task's time limit by its id).
+        shape = (run.task_id, run.queue, run.priority, bool(run.interruptions), run.due_at)
+        if frames.copy(shape, str(run.id)):
+            return
         options = message_options(run, now=now)
         queue = cast("str | Queue", options.pop("queue"))
         if queues.natively_delayed(_delay(run, now)):
+            frames.flush()
             self.app.send_task(EXECUTE_RUN, producer=producer, retry=False, queue=queue, **options)
             return
-        amqp = self.app.amqp
         # A Queue: under quorum, a run due within the second, through the default exchange.
         key = queue if isinstance(queue, str) else f"{queue.name} (default exchange)"
+        amqp = self.app.amqp
         if (route := routes.get(key)) is None:
             route = routes[key] = amqp.router.route({"queue": queue}, EXECUTE_RUN)
         message = amqp.create_task_message(
@@ -234,15 +264,16 @@ class BatchPublisher:
             create_sent_event=self.app.conf.task_send_sent_event,
             ignore_result=None,  # as send_task: the task's own setting decides
         )
-        amqp.send_task_message(
-            producer,
-            EXECUTE_RUN,
-            message,
-            **route,
-            priority=options["priority"],
-            retry=False,
-            confirm_timeout=options["confirm_timeout"],
-        )
+        with frames.recording(shape, str(run.id)):
+            amqp.send_task_message(
+                producer,
+                EXECUTE_RUN,
+                message,
+                **route,
+                priority=options["priority"],
+                retry=False,
+                confirm_timeout=options["confirm_timeout"],
+            )
 
     def _producer(self) -> Any:
         if self._conn is None or self._pid != os.getpid():
@@ -275,6 +306,69 @@ class BatchPublisher:
                 conn.release()
             except Exception:  # already broken
                 log.debug("closing the publisher connection failed", exc_info=True)
+
+
+class MessageFrames:
+    """The AMQP frames of a batch's messages, written to the socket in chunks.
+
+    Celery writes the first message of each shape (:meth:`recording`): py-amqp's frames of its
+    ``basic.publish`` (method, header and body) are kept instead of sent, with the run id they
+    carry. A later message of that shape (:meth:`copy`) is those bytes with its own run's id in
+    place of that one: a run id is the 36 characters of a UUID wherever a message carries it
+    (the task id and root id headers, the arguments and their repr, the correlation id), so no
+    frame changes length. The publishes are written ``CHUNK`` at a time, and the chunk is
+    flushed before anything else is written on the channel (a queue's declaration, a message
+    Celery sends itself), so the broker counts delivery tags in the order the batch does.
+    """
+
+    CHUNK = 256
+
+    def __init__(self, producer: Any, *, lean: bool) -> None:
+        self.connection = producer.channel.connection  # py-amqp's
+        self.lean = lean
+        self.shapes: dict[tuple[object, ...], tuple[bytes, bytes]] = {}
+        self.pending: list[bytes] = []
+
+    def copy(self, shape: tuple[object, ...], run_id: str) -> bool:
+        """Queue the message of ``run_id`` as a copy of its shape's; False if there is none."""
+        found = self.shapes.get(shape)
+        if found is None:
+            return False
+        frames, template_id = found
+        self.pending.append(frames.replace(template_id, run_id.encode()))
+        if len(self.pending) >= self.CHUNK:
+            self.flush()
+        return True
+
+    @contextmanager
+    def recording(self, shape: tuple[object, ...], run_id: str) -> Iterator[None]:
+        """Celery's publish of ``run_id``'s message in this block is kept as ``shape``'s."""
+        self.flush()
+        if not self.lean:
+            yield
+            return
+        conn, kept = self.connection, bytearray()
+        sent = conn.frame_writer
+        keep = frame_writer(conn, SimpleNamespace(write=kept.extend))
+
+        def write(kind: int, channel: int, sig: Any, args: Any, content: Any) -> None:
+            (keep if sig == spec.Basic.Publish else sent)(kind, channel, sig, args, content)
+
+        conn.frame_writer = write
+        try:
+            yield
+        finally:
+            conn.frame_writer = sent
+        frames, template_id = bytes(kept), run_id.encode()
+        self.pending.append(frames)
+        # One set of frames (a body within frame_max), so no frame header splits an id.
+        if template_id in frames and len(frames) < conn.frame_max - 8:
+            self.shapes[shape] = (frames, template_id)
+
+    def flush(self) -> None:
+        if self.pending:
+            data, self.pending = b"".join(self.pending), []
+            self.connection.transport.write(data)
 
 
 _publisher: BatchPublisher | None = None

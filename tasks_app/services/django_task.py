@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models.base import ModelState
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
@@ -116,19 +118,18 @@ def _write(
     due_at = now
     if run_after is not None and run_after > now:
         due_at = validation.check_run_at(run_after, now=now, field="run_after")
-    task_id = function_task_id(path)
+    first = Run(
+        task_id=function_task_id(path),
+        trigger=Trigger.ENQUEUE,
+        status=RunStatus.PENDING,
+        due_at=due_at,
+        scheduled_for=due_at,
+        created_at=now,
+        queue=queue,
+        priority=priority,
+    )
     runs = [
-        Run(
-            task_id=task_id,
-            trigger=Trigger.ENQUEUE,
-            status=RunStatus.PENDING,
-            due_at=due_at,
-            scheduled_for=due_at,
-            created_at=now,
-            payload={"task": path, "args": args, "kwargs": kwargs, "using": using},
-            queue=queue,
-            priority=priority,
-        )
+        _sibling(first, {"task": path, "args": args, "kwargs": kwargs, "using": using})
         for args, kwargs in calls
     ]
     statement = "enqueue_runs" if batch else "enqueue_run"
@@ -151,3 +152,17 @@ def _write(
             run.queued_at = now
         transaction.on_commit(lambda: send_queued(runs, now=timezone.now()))
     return runs
+
+
+def _sibling(run: Run, payload: dict[str, Any]) -> Run:
+    """A new unsaved run like ``run`` but for its id and ``payload``: the runs of a batch
+    differ in nothing else, and ``Model.__init__`` (every field's default worked out again)
+    was a third of a 100,000-call ``enqueue_many``."""
+    sibling = Run.__new__(Run)
+    sibling.__dict__ = {
+        **run.__dict__,
+        "_state": ModelState(),
+        "id": uuid.uuid4(),
+        "payload": payload,
+    }
+    return sibling

@@ -47,3 +47,29 @@ def test_a_batch_writes_the_message_send_task_writes(channel: Any, due_in: timed
         by_send_task.delivery_info["exchange"],
         by_send_task.delivery_info["routing_key"],
     )
+
+
+def test_every_message_of_a_batch_is_the_one_send_task_writes_for_its_run(channel: Any) -> None:
+    """A batch of one shape (an ``enqueue_many``) is written as copies of its first message
+    with each run's id in place: each copy must still be exactly its own run's message."""
+    now = timezone.now()
+    task = Task(id="compare", action="noop", queue=QUEUE, priority=3, timeout_seconds=60)
+    later = now + timedelta(seconds=3)
+    runs = [Run(task=task, due_at=now, scheduled_for=now) for _ in range(600)]
+    runs += [Run(task=task, due_at=later, scheduled_for=later) for _ in range(3)]
+    runs += [Run(task=task, due_at=now, scheduled_for=now, priority=7) for _ in range(3)]
+    producer = current_app.amqp.Producer(channel)
+    for run in runs:
+        current_app.send_task(
+            dispatch.EXECUTE_RUN, producer=producer, **dispatch.message_options(run, now=now)
+        )
+    assert dispatch.BatchPublisher(current_app).publish(runs, now=now) == []
+
+    received: dict[str, list[Any]] = {}
+    while (message := channel.basic_get(QUEUE, no_ack=True)) is not None:
+        received.setdefault(message.properties["application_headers"]["id"], []).append(message)
+    assert set(received) == {str(run.id) for run in runs}
+    for run_id, (by_send_task, by_batch) in received.items():
+        assert by_batch.body == by_send_task.body, run_id
+        assert by_batch.properties == by_send_task.properties, run_id
+        assert by_batch.properties["correlation_id"] == run_id
