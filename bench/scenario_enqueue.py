@@ -53,8 +53,16 @@ cannot be installed or run is ``null``, its reason under ``anchors``; our sides 
 measured all the same (an error of the end-to-end part is ``throughput_error``, the rest
 kept).
 
-``run_after`` lateness at 50/s (ours beside django-ox), also asked by issue 41, is not
-measured here.
+**``run_after`` lateness** (1,500 calls at 50 a second; ``--quick`` 300): each call
+``noop.using(run_after=now + delay)``, the delays 1-60 s (``--quick`` 1-10 s) from one seeded
+generator (``bench/anchors/pacing.py``), the same on both sides; lateness is the start of
+the call's execution minus its ``run_after``, in milliseconds, p50/p99 over the calls:
+
+- ``ours``: a Celery worker of 2 prefork processes and our beat (which releases a run due
+  beyond the release horizon); lateness ``started_at - due_at`` as the worker's claim
+  records it;
+- ``ox``: ``ox_worker --processes 2`` with its defaults (it polls every second when idle);
+  lateness ``started_at - run_after`` from its table.
 """
 
 from __future__ import annotations
@@ -80,6 +88,8 @@ SIZES = {
         "bulk_rounds": 3,
         "throughput": 5_000,
         "throughput_rounds": 3,
+        "lateness_calls": 1_500,
+        "lateness_max_delay": 60,
     },
     "quick": {
         "calls": 100,
@@ -88,6 +98,8 @@ SIZES = {
         "bulk_rounds": 2,
         "throughput": 500,
         "throughput_rounds": 1,
+        "lateness_calls": 300,
+        "lateness_max_delay": 10,
     },
 }
 CHUNK = 20
@@ -97,7 +109,9 @@ ANCHOR_SCRIPT = common.ROOT / "bench" / "anchors" / "anchor.py"
 ANCHOR_NAMES = ("tasks_db", "ox")
 TARGETS = {"ours_vs_floor": 1.5, "bulk_ours_vs_ox": 1.2}  # ours / anchor, at most
 TARGETS_AT_LEAST = {"throughput_ours_vs_tasks_db": 1.0, "throughput_ours_vs_ox": 1.0}
+TARGETS_LATENESS = {"p99_ours_vs_ox": 1.0}  # ours / ox, at most
 WORKER_PROCESSES = 2
+LATENESS_RATE = 50  # calls a second
 
 
 # --- per call, in this process ------------------------------------------------------------
@@ -412,6 +426,78 @@ def _clean() -> None:
         app.amqp.queues[common.QUEUE](conn.default_channel).declare()
 
 
+# --- run_after lateness at 50 calls a second -----------------------------------------------
+
+
+def lateness_ours(calls: int, max_delay: float) -> dict[str, Any]:
+    """A Celery worker of 2 prefork processes and our beat started, then ``calls`` calls of
+    ``noop.using(run_after=now + delay)`` at ``LATENESS_RATE`` a second (``pacing.arrive``:
+    the delays django-ox gets); once they have ended, each run's lateness ``started_at -
+    due_at`` in milliseconds (its due time is the call's ``run_after``)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from bench.anchors import pacing
+    from bench.enqueue_functions import noop
+    from tasks_app.choices import RunStatus
+    from tasks_app.models import Run
+
+    def emit(i: int, delay: float) -> None:
+        noop.using(run_after=timezone.now() + timedelta(seconds=delay)).enqueue(i)
+
+    ended = Run.objects.filter(status__in=[RunStatus.COMPLETED, RunStatus.FAILED])
+    with common.processes() as procs:
+        procs.append(common.start_worker(concurrency=WORKER_PROCESSES))
+        procs.append(common.start_beat())
+        pacing.arrive(calls, rate=LATENESS_RATE, max_delay=max_delay, emit=emit)
+        common.wait_until(lambda: ended.count() >= calls, timeout=max_delay + 120, interval=0.5)
+    done = Run.objects.filter(status=RunStatus.COMPLETED)
+    late_ms = [
+        (started - due).total_seconds() * 1000
+        for started, due in done.values_list("started_at", "due_at")
+    ]
+    out: dict[str, Any] = {
+        "runs": calls,
+        "settled": ended.count(),
+        "late_ms": [round(v, 1) for v in late_ms],
+        "workers": [f"celery worker --pool prefork --concurrency {WORKER_PROCESSES}", "beat"],
+    }
+    if out["settled"] < calls:
+        out["not_settled_in_time"] = True
+    return out
+
+
+def _lateness(anchor: Anchor, calls: int, max_delay: float) -> dict[str, Any]:
+    """Ours, then django-ox's, each side's percentiles of lateness (ms) over its calls."""
+    _clean()
+    sides: dict[str, dict[str, Any] | None] = {"ours": lateness_ours(calls, max_delay)}
+    _clean()
+    sides["ox"] = anchor.run(
+        "lateness",
+        calls=calls,
+        timeout=max_delay + 600,
+        extra=(
+            "--processes",
+            str(WORKER_PROCESSES),
+            "--rate",
+            str(LATENESS_RATE),
+            "--max-delay",
+            str(max_delay),
+            "--timeout",
+            str(max_delay + 120),
+        ),
+    )
+    out: dict[str, Any] = {}
+    for name, got in sides.items():
+        if got is None:
+            out[name] = None
+            continue
+        late = got.pop("late_ms")
+        out[name] = {**got, "late_ms": common.percentiles(late)}
+    return out
+
+
 # --- the scenario -------------------------------------------------------------------------
 
 
@@ -474,8 +560,15 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         per_s, throughput_rounds = {"ours": None, "tasks_db": None, "ox": None}, []
         throughput_error = f"{type(exc).__name__}: {exc}"[:2000]
         _clean()
+    try:
+        late = _lateness(anchors["ox"], size["lateness_calls"], size["lateness_max_delay"])
+        lateness_error = None
+    except Exception as exc:  # the figures above stand on their own
+        late, lateness_error = {"ours": None, "ox": None}, f"{type(exc).__name__}: {exc}"[:2000]
+        _clean()
     for anchor in anchors.values():
         anchor.run("reset")  # leave no 100,000 rows behind in its database
+    p99 = {name: (side or {}).get("late_ms", {}).get("p99") for name, side in late.items()}
 
     ours = per_call["ours"]
     return {
@@ -490,10 +583,14 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             "throughput_calls": size["throughput"],
             "throughput_rounds": size["throughput_rounds"],
             "worker_processes": WORKER_PROCESSES,
+            "lateness_calls": size["lateness_calls"],
+            "lateness_rate": LATENESS_RATE,
+            "lateness_max_delay_s": size["lateness_max_delay"],
         },
         "per_call_ms": per_call,
         "bulk_s": bulk_s,
         "throughput_tasks_per_s": per_s,
+        "lateness": late,
         "ratios": {
             "ours_vs_floor": common.ratio(ours, per_call["floor"]),
             "ours_vs_celery_publish": common.ratio(ours, per_call["celery_publish"]),
@@ -503,10 +600,13 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             "bulk_ours_vs_floor": common.ratio(bulk_s["ours"], bulk_s["floor"]),
             "throughput_ours_vs_tasks_db": common.ratio(per_s["ours"], per_s["tasks_db"]),
             "throughput_ours_vs_ox": common.ratio(per_s["ours"], per_s["ox"]),
+            "p99_ours_vs_ox": common.ratio(p99["ours"], p99["ox"]),
         },
         "targets": TARGETS,
         "targets_at_least": TARGETS_AT_LEAST,
+        "targets_lateness": TARGETS_LATENESS,
         "throughput_error": throughput_error,
+        "lateness_error": lateness_error,
         "anchors": {name: anchor.describe() for name, anchor in anchors.items()},
         "settings": "autocommit, same Postgres and RabbitMQ; per call: call to return, median "
         "over rounds of each side's median, ours/floor/celery_publish in this process in "
@@ -514,7 +614,8 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         "return (ours and floor: every message published and confirmed; ox: rows committed, "
         "nothing published), median over rounds; throughput: a backlog of no-op calls "
         "drained by 2 worker processes, (completed - 1) / (last start - first start), "
-        "median over rounds",
+        "median over rounds; lateness: start minus run_after of calls at 50/s with seeded "
+        "delays, one round per side, percentiles over the calls",
         "checks": {
             "per_call_messages_in_queue": in_queue,
             "per_call_messages_expected": 3 * (size["calls"] + WARMUP),

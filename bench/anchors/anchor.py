@@ -26,6 +26,10 @@ Nothing of the project is imported: this runs on the anchor's packages only.
   finished (or ``--timeout``), the workers stopped and the rate read from the table as the
   project's ``execution`` scenario reads ours: ``(completed - 1) / (last start - first
   start)``;
+- ``lateness``: the table emptied, the anchor's worker started on 2 processes as for
+  ``throughput``, then ``N`` calls of ``noop.using(run_after=now + delay)`` at ``--rate`` a
+  second, each delay 1 to ``--max-delay`` seconds from ``pacing.arrive`` (the same calls as
+  ours); once they have settled, each call's ``started_at - run_after`` in milliseconds;
 - ``reset``: the table emptied.
 
 Prints one JSON line on stdout.
@@ -44,11 +48,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 HERE = Path(__file__).resolve().parent
+STARTUP_S = 5  # a worker's start-up before the first lateness call (ours waits for "ready")
 PACKAGES = {"tasks_db": "django-tasks-db", "ox": "django-ox"}
 SETTLED = ["SUCCESSFUL", "FAILED", "LOST"]  # both tables: django.tasks' statuses (+ ox's LOST)
 
@@ -136,6 +143,44 @@ def worker_commands(anchor: str, processes: int) -> list[list[str]]:
     return [[*django, "db_worker", "--no-startup-delay"] for _ in range(processes)]
 
 
+@contextmanager
+def workers_running(anchor: str, processes: int) -> Iterator[tuple[list[Any], Path]]:
+    """The anchor's own worker on ``processes`` processes, stopped on the way out; yields
+    the processes and the path of their log."""
+    logs = Path(tempfile.gettempdir()) / "tasks-bench-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log_path = logs / f"anchor-{anchor}-worker-{time.time_ns()}.log"
+    env = {**os.environ, "PYTHONPATH": str(HERE)}
+    workers: list[Any] = []
+    with log_path.open("wb") as log:
+        try:
+            for command in worker_commands(anchor, processes):
+                workers.append(
+                    subprocess.Popen(
+                        command,
+                        env=env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+            yield workers, log_path
+        finally:
+            for worker in workers:
+                _stop(worker)
+
+
+def settle(anchor: str, calls: int, workers: list[Any], timeout: float) -> Any:
+    """Wait until ``calls`` calls have settled (or ``timeout``, or a worker exited)."""
+    settled = model(anchor).objects.filter(status__in=SETTLED)
+    deadline = time.monotonic() + timeout
+    while settled.count() < calls and time.monotonic() < deadline:
+        if any(w.poll() is not None for w in workers):
+            break
+        time.sleep(0.5)
+    return settled
+
+
 def throughput(anchor: str, calls: int, processes: int, timeout: float) -> dict[str, Any]:
     from anchor_tasks import noop
     from django.db import transaction
@@ -149,32 +194,8 @@ def throughput(anchor: str, calls: int, processes: int, timeout: float) -> dict[
         with transaction.atomic():
             for i in range(calls):
                 noop.enqueue(i)
-    settled = model(anchor).objects.filter(status__in=SETTLED)
-    logs = Path(tempfile.gettempdir()) / "tasks-bench-logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    log_path = logs / f"anchor-{anchor}-worker-{time.time_ns()}.log"
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
-    workers = []
-    with log_path.open("wb") as log:
-        try:
-            for command in worker_commands(anchor, processes):
-                workers.append(
-                    subprocess.Popen(
-                        command,
-                        env=env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
-            deadline = time.monotonic() + timeout
-            while settled.count() < calls and time.monotonic() < deadline:
-                if any(w.poll() is not None for w in workers):
-                    break
-                time.sleep(0.5)
-        finally:
-            for worker in workers:
-                _stop(worker)
+    with workers_running(anchor, processes) as (workers, log_path):
+        settled = settle(anchor, calls, workers, timeout)
     done = model(anchor).objects.filter(status="SUCCESSFUL")
     completed = done.count()
     span = done.aggregate(first=Min("started_at"), last=Max("started_at"))
@@ -202,6 +223,43 @@ def throughput(anchor: str, calls: int, processes: int, timeout: float) -> dict[
     return out
 
 
+def lateness(
+    anchor: str, calls: int, rate: float, max_delay: float, processes: int, timeout: float
+) -> dict[str, Any]:
+    """The anchor's worker started (and given ``STARTUP_S`` to poll), then ``calls`` calls
+    of ``noop.using(run_after=now + delay)`` at ``rate`` a second (``pacing.arrive``: the
+    delays ours gets); once they have settled, each call's lateness ``started_at -
+    run_after`` in milliseconds."""
+    from datetime import timedelta
+
+    import pacing
+    from anchor_tasks import noop
+    from django.utils import timezone
+
+    def emit(i: int, delay: float) -> None:
+        noop.using(run_after=timezone.now() + timedelta(seconds=delay)).enqueue(i)
+
+    with workers_running(anchor, processes) as (workers, log_path):
+        time.sleep(STARTUP_S)
+        pacing.arrive(calls, rate=rate, max_delay=max_delay, emit=emit)
+        settled = settle(anchor, calls, workers, timeout)
+    done = model(anchor).objects.filter(status="SUCCESSFUL")
+    late_ms = [
+        (started - due).total_seconds() * 1000
+        for started, due in done.values_list("started_at", "run_after")
+    ]
+    out: dict[str, Any] = {
+        "runs": calls,
+        "settled": settled.count(),
+        "late_ms": [round(v, 1) for v in late_ms],
+        "workers": [" ".join(c[2:]) for c in worker_commands(anchor, processes)],
+    }
+    if out["settled"] < calls:
+        out["not_settled_in_time"] = True
+        out["worker_log_tail"] = log_path.read_text(errors="replace")[-1500:]
+    return out
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is not None:
         return
@@ -218,12 +276,14 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="anchor.py")
     parser.add_argument("anchor", choices=sorted(PACKAGES))
-    parser.add_argument("mode", choices=["per_call", "bulk", "throughput", "reset"])
+    parser.add_argument("mode", choices=["per_call", "bulk", "throughput", "lateness", "reset"])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--chunk", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--rate", type=float, default=50)
+    parser.add_argument("--max-delay", type=float, default=60)
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(HERE))
@@ -253,6 +313,11 @@ def main(argv: list[str]) -> int:
         out |= bulk(args.anchor, args.calls, args.warmup)
     elif args.mode == "throughput":
         out |= throughput(args.anchor, args.calls, args.processes, args.timeout)
+        reset(args.anchor)
+    elif args.mode == "lateness":
+        out |= lateness(
+            args.anchor, args.calls, args.rate, args.max_delay, args.processes, args.timeout
+        )
         reset(args.anchor)
     print(json.dumps(out), flush=True)
     return 0
