@@ -139,8 +139,17 @@ UPDATE tasks_app_run
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
 -- run's executor lock. Returns the run and the task's fields its execution reads
--- (store.CLAIMED_TASK_FIELDS), and whether the lock was taken (false only on a key
--- collision).
+-- (store.CLAIMED_TASK_FIELDS), whether the lock was taken (false only on a key
+-- collision) and a NULL refusal.
+-- When it claims nothing, the one row says why (refused), with the run and those task
+-- fields as the statement saw them (all NULL when the run is gone): 'gone', 'running',
+-- 'not_queued' (another status, or moved by a statement that committed while this one
+-- waited for the run's row: a duplicate message either way), 'expired' (past its
+-- deadline), 'paused' (its task paused, and not a run a person asked for), 'overlap'
+-- (another overlap policy, not checked yet). The conditions of the claim and the reasons
+-- are the same tests, so they are written side by side here and nowhere else; the caller
+-- acts on the reason (services.run_lifecycle). The reason is looked up only when the
+-- claim updated nothing, by the run's primary key.
 -- The claim's transaction commits asynchronously (async_commit: SET LOCAL
 -- synchronous_commit = off, as a function in the statement itself, so no extra round
 -- trip): the broker keeps the run's message unacknowledged until the completion, which
@@ -165,9 +174,24 @@ WITH async_commit AS (
            t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, c.r_id) AS w), NULL)
       FROM claimed AS c JOIN tasks_app_task AS t ON t.id = c.r_task_id
      WHERE s.task_id = c.r_task_id AND NOT t.paused AND s.status <> 'paused'
+), refused AS (
+    SELECT {run_fields:r}, {claimed_task_fields:t}, NULL::boolean,
+           CASE WHEN r.id IS NULL THEN 'gone'
+                WHEN r.status IS NOT DISTINCT FROM 'running' THEN 'running'
+                WHEN r.status IS DISTINCT FROM 'queued' THEN 'not_queued'
+                WHEN r.expires_at < %(now)s THEN 'expired'
+                WHEN t.paused AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
+                WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
+                ELSE 'not_queued' END
+      FROM (SELECT) AS one
+      LEFT JOIN tasks_app_run AS r ON r.id = %(run_id)s
+      LEFT JOIN tasks_app_task AS t ON t.id = r.task_id
+     WHERE NOT EXISTS (SELECT FROM claimed)
 )
-SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0))
-  FROM claimed CROSS JOIN async_commit;
+SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0)), NULL::text
+  FROM claimed CROSS JOIN async_commit
+UNION ALL
+SELECT * FROM refused;
 
 -- name: complete_run
 -- running -> completed with the run's output; the task follows (its failure streak reset,
