@@ -341,6 +341,32 @@ UPDATE tasks_app_taskstate AS s
   FROM tasks_app_task AS t
  WHERE s.task_id = %(task_id)s AND t.id = s.task_id;
 
+-- name: raise_schedule_error
+-- Beat could not compute the task's fires: its state row is flagged with %(note)s (beat
+-- skips the task until an edit clears it) and its alarm raised with the same reason.
+UPDATE tasks_app_taskstate
+   SET schedule_error = %(note)s, alarm_since = %(now)s, alarm_note = %(note)s
+ WHERE task_id = %(task_id)s;
+
+-- name: clear_schedule_errors
+-- The given tasks were edited: their schedule-error flag and its alarm are cleared (beat
+-- fires them again). The row count is how many were flagged.
+UPDATE tasks_app_taskstate
+   SET schedule_error = '', alarm_since = NULL, alarm_note = ''
+ WHERE task_id = ANY(%(task_ids)s) AND schedule_error <> '';
+
+-- name: raise_alarm
+-- The task's missed-run alarm raised since %(now)s with %(note)s, unless it is already
+-- raised; the row count says whether it was raised here.
+UPDATE tasks_app_taskstate SET alarm_since = %(now)s, alarm_note = %(note)s
+ WHERE task_id = %(task_id)s AND alarm_since IS NULL;
+
+-- name: clear_alarms
+-- The missed-run alarms of the given tasks cleared; a schedule error's alarm stays until
+-- the task is edited (clear_schedule_errors). The row count is how many were cleared.
+UPDATE tasks_app_taskstate SET alarm_since = NULL, alarm_note = ''
+ WHERE task_id = ANY(%(task_ids)s) AND alarm_since IS NOT NULL AND schedule_error = '';
+
 -- name: task_plan_fires
 -- A recurring task's schedule saved: its next fire planned (tasks_app_planned_fire, from
 -- %(first_fire)s when re-planned or unplanned), its status following it
