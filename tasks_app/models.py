@@ -250,11 +250,6 @@ class Task(models.Model):
         help_text="Keep at most this many finished runs of this task (the newest); "
         "blank: no limit by number.",
     )
-    alarm_since = models.DateTimeField(null=True, blank=True, editable=False)
-    alarm_note = models.TextField(blank=True, editable=False)
-    # Set by beat when this task's schedule math raised (tasks_app.services.firing): beat
-    # skips the task until an edit through the services clears it.
-    schedule_error = models.TextField(blank=True, editable=False)
     # The module that declares this task (``TASKS_SCHEDULES_MODULE``, written by
     # ``manage.py tasks sync``): its definition is then read-only everywhere else; operators
     # still run, pause, resume and backfill it. Blank: owned by the admin, API and CLI.
@@ -294,12 +289,6 @@ class Task(models.Model):
                 fields=["id"],
                 name="task_alert_watched_idx",
                 condition=models.Q(alert_after_seconds__isnull=False),
-            ),
-            # the tasks in alarm (cleared by alarms_check; listed by /api/health, the overview),
-            models.Index(
-                fields=["alarm_since"],
-                name="task_in_alarm_idx",
-                condition=models.Q(alarm_since__isnull=False),
             ),
             # The paused tasks, latest pause first: the overview's list (a walk of the first
             # rows, not a sort of every task), the count /metrics reports, the paused filters.
@@ -373,12 +362,26 @@ class TaskState(StatusGuarded):
     # Plain integers: a PositiveIntegerField's ">= 0" check would be evaluated on every write.
     consecutive_failures = models.IntegerField(default=0)
     fire_count = models.IntegerField(default=0)
+    # Beat's word on the task, here rather than on the configuration row, which only a
+    # person's edit or a sync writes: the missed-run alarm (services.alarms), and the
+    # schedule error set when the task's schedule math raised (services.firing), which
+    # makes beat skip the task until an edit through the services clears it. Database
+    # defaults, as the state row is inserted by a trigger (store/schema.sql).
+    alarm_since = models.DateTimeField(null=True, blank=True, editable=False)
+    alarm_note = models.TextField(blank=True, default="", db_default="", editable=False)
+    schedule_error = models.TextField(blank=True, default="", db_default="", editable=False)
 
     class Meta:
         indexes = [
             # Beat's hot query: due tasks by their next fire (recurring, unpaused and unflagged
-            # ones, filtered on the task).
+            # ones, filtered on the task and this row).
             models.Index(fields=["next_run_at"], name="task_state_next_run_idx"),
+            # The tasks in alarm (cleared by alarms_check; listed by /api/health, the overview).
+            models.Index(
+                fields=["alarm_since"],
+                name="task_in_alarm_idx",
+                condition=models.Q(alarm_since__isnull=False),
+            ),
             # The lists' status filter in task id order.
             models.Index(fields=["status", "task"], name="task_state_status_idx"),
             # The overview's failing tasks, longest failure streak first (admin.overview

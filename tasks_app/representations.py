@@ -56,6 +56,10 @@ class TaskOutputSerializer(serializers.ModelSerializer):
     consecutive_failures = serializers.IntegerField(
         source="state.consecutive_failures", read_only=True
     )
+    alarm_since = serializers.DateTimeField(
+        source="state.alarm_since", read_only=True, allow_null=True
+    )
+    alarm_note = serializers.CharField(source="state.alarm_note", read_only=True)
 
     class Meta:
         model = Task

@@ -195,11 +195,15 @@ def paused_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
 def alarm_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
     """Tasks with a raised missed-run alarm (``alarm_since`` set)."""
     rows: Any = (
-        Task.objects.filter(alarm_since__isnull=False)
-        .order_by("alarm_since", "id")
-        .values("id", "name", "alarm_since", "alarm_note", next_run_at=F("state__next_run_at"))[
-            :limit
-        ]
+        Task.objects.filter(state__alarm_since__isnull=False)
+        .order_by("state__alarm_since", "id")
+        .values(
+            "id",
+            "name",
+            alarm_since=F("state__alarm_since"),
+            alarm_note=F("state__alarm_note"),
+            next_run_at=F("state__next_run_at"),
+        )[:limit]
     )
     return list(rows)
 

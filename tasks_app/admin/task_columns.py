@@ -77,12 +77,13 @@ class TaskColumns:
 
     @admin.display(description="missed-run alarm")
     def alarm(self, task: Task) -> SafeString | str:
-        if task.alarm_since is None:
+        state = task.state
+        if state.alarm_since is None:
             return "-"
         return format_html(
             '<strong class="tasks-alarm">since {}</strong> {}',
-            instant(task.alarm_since),
-            task.alarm_note,
+            instant(state.alarm_since),
+            state.alarm_note,
         )
 
     @admin.display(description="in words and next fires")

@@ -173,7 +173,7 @@ class TasksCollector:
         # Each count through its partial index (task_paused_idx, task_in_alarm_idx), not
         # one pass over every task for both.
         paused = Task.objects.filter(paused=True).count()
-        alarms = Task.objects.filter(alarm_since__isnull=False).count()
+        alarms = TaskState.objects.filter(alarm_since__isnull=False).count()
         yield GaugeMetricFamily("tasks_paused", "Paused tasks.", value=paused)
         yield GaugeMetricFamily(
             "tasks_alarms", "Tasks with a raised missed-run alarm.", value=alarms

@@ -24,6 +24,7 @@ from django_celery_beat.models import CrontabSchedule, IntervalSchedule, Periodi
 
 from .. import secret_fields
 from ..models import Run, ScheduleType, Task, TaskAuditEntry
+from ..services.alarms import schedule_errors_clear
 from ..services.audit import plain
 from ..services.schedule_mirror import (
     beat_entry_fields,
@@ -75,7 +76,7 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
     stored = {
         t.pk: t
         for t in Task.objects.select_for_update(of=("self",))
-        .select_related("periodic_task")
+        .select_related("periodic_task", "state")
         .filter(pk__in=[t.pk for t in tasks])
     }
     mine = [
@@ -90,6 +91,7 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
         return set()
     replan: set[Task] = set()
     refire: list[str] = []
+    cleared: list[str] = []
     audits: list[TaskAuditEntry] = []
     loaded: list[Task] = []
     for desired in mine:
@@ -103,9 +105,9 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
         task.payload = secret_fields.payload_merged(
             task.action, task.payload, stored_action=before["action"], stored=before["payload"]
         )
-        flagged = bool(task.schedule_error)
+        flagged = bool(task.state.schedule_error)
         if flagged:  # an edit clears beat's schedule-error flag and its alarm
-            task.schedule_error, task.alarm_since, task.alarm_note = "", None, ""
+            cleared.append(task.pk)
         task.updated_at = now
         if flagged or any(before[f] != getattr(task, f) for f in SCHEDULE_FIELDS):
             replan.add(task)
@@ -129,6 +131,7 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
         if not f.primary_key and f.name not in ("periodic_task", "created_at")
     ]
     Task.objects.bulk_update(mine, columns, batch_size=1000)
+    schedule_errors_clear(cleared)  # after the task rows: beat's lock order, task then state
     fires_ahead_drop(refire, now=now)
     tasks_plan_fires(mine, now=now, replan=replan, batch=BATCH)
     entries = _entries(mine)

@@ -156,7 +156,11 @@ def _preview(task: Task, *, count: int, now: datetime) -> list[Fire]:
 
 def tasks_in_alarm() -> QuerySet[Task]:
     """Tasks whose missed-run alarm is raised (see ``tasks_app.services.alarms``), oldest alarm first."""
-    return Task.objects.filter(alarm_since__isnull=False).order_by("alarm_since")
+    return (
+        Task.objects.filter(state__alarm_since__isnull=False)
+        .select_related("state")
+        .order_by("state__alarm_since")
+    )
 
 
 def overdue_fire(task: Task, *, now: datetime) -> datetime | None:

@@ -9,10 +9,12 @@ alarm clears as soon as a later run completes. Entering the alarm logs at ERROR 
 
 The **schedule-error alarm** is the other kind: when beat cannot compute a task's fires
 (its schedule math raised, see ``services.firing``), :func:`schedule_error_raise` flags the
-task (``schedule_error``, which makes beat skip it) and raises its alarm with the reason, in
-the same fields, so the admin, the overview, ``/api/health`` and ``/metrics`` show it like any
-alarm. It stays until an edit through the services clears it (``services.tasks.task_save``);
-the missed-run check leaves flagged tasks alone.
+task (``TaskState.schedule_error``, which makes beat skip it) and raises its alarm with the
+reason, in the same fields, so the admin, the overview, ``/api/health`` and ``/metrics`` show
+it like any alarm. It stays until an edit through the services clears it
+(:func:`schedule_errors_clear`); the missed-run check leaves flagged tasks alone. Both live
+in the task's state row, written through the store's named statements: the task's own row
+is its configuration, which only a person's edit or a sync writes.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from datetime import datetime
 
 from django.db import transaction
 
-from .. import actions
+from .. import actions, store
 from ..conf import app_settings
-from ..models import RECURRING, Task
+from ..models import RECURRING, Task, TaskState
 from ..selectors import overdue_fire
 
 log = logging.getLogger(__name__)
@@ -37,9 +39,17 @@ def schedule_error_raise(task_id: str, *, error: BaseException, now: datetime) -
         f"beat skips this task until it is edited: its schedule could not be computed "
         f"({type(error).__name__}: {error})"
     )[:1000]
-    Task.objects.filter(pk=task_id).update(schedule_error=note, alarm_since=now, alarm_note=note)
+    store.execute("raise_schedule_error", {"task_id": task_id, "note": note, "now": now})
     log.error("schedule error for task %s: %s", task_id, note, extra={"task_id": task_id})
     transaction.on_commit(lambda: _notify(task_id, note, now))
+
+
+def schedule_errors_clear(task_ids: list[str]) -> int:
+    """The tasks ``task_ids`` were edited: their schedule-error flags and those alarms are
+    cleared, so beat fires them again; how many were flagged."""
+    if not task_ids:
+        return 0
+    return store.execute("clear_schedule_errors", {"task_ids": task_ids})
 
 
 def alarms_check(*, now: datetime) -> tuple[int, int]:
@@ -49,33 +59,35 @@ def alarms_check(*, now: datetime) -> tuple[int, int]:
         alert_after_seconds__isnull=False,
         schedule_type__in=RECURRING,
         paused=False,
-        schedule_error="",
+        state__schedule_error="",
     )
-    for task in watched:
+    for task in watched.select_related("state"):
         try:
             fire = overdue_fire(task, now=now)
         except Exception:  # one task's bad row must not stop the other alarms
             log.exception("missed-run check for task %s failed", task.id)
             continue
-        if fire is not None and task.alarm_since is None:
+        if fire is not None and task.state.alarm_since is None:
             note = (
                 f"fire at {fire.isoformat()} has not completed within {task.alert_after_seconds} s"
             )
-            Task.objects.filter(pk=task.pk, alarm_since__isnull=True).update(
-                alarm_since=now, alarm_note=note
-            )
+            store.execute("raise_alarm", {"task_id": task.pk, "note": note, "now": now})
             log.error("missed-run alarm for task %s: %s", task.id, note, extra={"task_id": task.id})
             _notify(task.id, note, now)
             raised += 1
-        elif fire is None and task.alarm_since is not None:
-            Task.objects.filter(pk=task.pk).update(alarm_since=None, alarm_note="")
+        elif fire is None and task.state.alarm_since is not None:
+            store.execute("clear_alarms", {"task_ids": [task.pk]})
             log.info("missed-run alarm for task %s cleared", task.id, extra={"task_id": task.id})
             cleared += 1
     # Paused or unscheduled tasks are not expected to run: drop their alarms (a schedule
     # error's alarm stays until the task is edited).
-    Task.objects.filter(alarm_since__isnull=False, schedule_error="").exclude(
-        pk__in=watched.values("pk")
-    ).update(alarm_since=None, alarm_note="")
+    unwatched = list(
+        TaskState.objects.filter(alarm_since__isnull=False, schedule_error="")
+        .exclude(task__in=watched.values("pk"))
+        .values_list("pk", flat=True)
+    )
+    if unwatched:
+        store.execute("clear_alarms", {"task_ids": unwatched})
     return raised, cleared
 
 

@@ -16,7 +16,7 @@ Two layers, kept apart on purpose:
 ``OverflowError`` from a huge window, an instant out of range, a corrupt cron or time zone,
 a row a statement refuses), the batch falls back to isolating it (``_fire_isolating``: per
 task for Python errors, halving the batch in savepoints for a failing statement); the task
-is flagged with the reason (``Task.schedule_error``, shown as its alarm in the admin, the
+is flagged with the reason (``TaskState.schedule_error``, shown as its alarm in the admin, the
 overview and ``/api/health``) and skipped until an edit through the services clears it.
 
 Measured on 2 shared cores (docs/scale.md): 1,000 fires are planned, recorded and published in
@@ -88,7 +88,7 @@ def _fire_batch(*, now: datetime, until: datetime, batch: int) -> tuple[list[Run
             .filter(
                 schedule_type__in=RECURRING,
                 paused=False,
-                schedule_error="",
+                state__schedule_error="",
                 state__next_run_at__lte=until,
             )
             .order_by("state__next_run_at")

@@ -24,7 +24,6 @@ from django.utils import timezone
 from .. import actions, permissions, store, validation
 from ..conf import app_settings
 from ..models import (
-    EXPLICIT_TRIGGERS,
     OverlapPolicy,
     Run,
     RunStatus,
@@ -93,11 +92,12 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
 def run_claim(*, run_id: str, worker: str) -> Run | None:
     """``queued → running``, or the move that fits a run that may not start.
 
-    The common case (task not paused, overlap ``allow``, deadline not passed) is one
-    statement, ``claim_run``. When it claims nothing, :func:`_claim_refused` finds out why:
-    not queued any more (a duplicate message: nothing happens), past its deadline
-    (``expired``), its task paused (held or skipped), or another overlap policy, checked
-    under the task's lock before the same statement claims it.
+    One statement, ``claim_run``, claims the run or says why it may not (its ``refused``
+    reason, decided there beside the claim's own conditions); :func:`_claim_refused` acts on
+    that reason: a duplicate message does nothing, a run past its deadline is ``expired``,
+    a paused task's run is held or skipped, a ``running`` run's executor is checked, and
+    another overlap policy is checked under the task's lock before the same statement
+    claims it.
     """
     now = timezone.now()
     try:
@@ -105,15 +105,19 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
     except ValueError:
         log.warning("message for %r, which is not a run id, ignored", run_id)
         return None
-    run = _claim(key, worker=worker, now=now, overlap_checked=False)
-    if run is None:
-        run = _claim_refused(key, worker=worker, now=now)
+    run, refused = _claim(key, worker=worker, now=now, overlap_checked=False)
+    if refused is not None:
+        run = _claim_refused(key, run, refused, worker=worker, now=now)
     if run is not None and log.isEnabledFor(logging.INFO):
         run_log(log, run).info("run started on %s", worker)
     return run
 
 
-def _claim(run_id: uuid.UUID, *, worker: str, now: datetime, overlap_checked: bool) -> Run | None:
+def _claim(
+    run_id: uuid.UUID, *, worker: str, now: datetime, overlap_checked: bool
+) -> tuple[Run | None, str | None]:
+    """The run claimed and ``None``, or the run as the statement saw it (``None`` if gone)
+    and the reason it was not claimed."""
     row = store.fetch_one(
         "claim_run",
         {
@@ -123,33 +127,39 @@ def _claim(run_id: uuid.UUID, *, worker: str, now: datetime, overlap_checked: bo
             "overlap_checked": overlap_checked,
         },
     )
-    return None if row is None else store.claimed_run(row)
+    assert row is not None  # the statement answers one row: the claim or its refusal
+    refused: str | None = row[-1]
+    if refused == "gone":
+        return None, refused
+    return store.claimed_run(row), refused
 
 
-def _claim_refused(run_id: uuid.UUID, *, worker: str, now: datetime) -> Run | None:
-    run = Run.objects.select_related("task").filter(pk=run_id).first()
-    if run is not None and run.status == RunStatus.RUNNING:
-        _recover_if_orphaned(run)
-        return None
-    if run is None or run.status != RunStatus.QUEUED:
+def _claim_refused(
+    run_id: uuid.UUID, run: Run | None, refused: str, *, worker: str, now: datetime
+) -> Run | None:
+    """Act on the reason ``claim_run`` gave for not claiming ``run``."""
+    if run is None or refused == "not_queued":
         log.info("run %s is %s; message ignored", run_id, run.status if run else "gone")
-        return None
-    if run.expires_at is not None and now > run.expires_at:
-        if runs_expire([run.pk], now=now):
+    elif refused == "running":
+        _recover_if_orphaned(run)
+    elif refused == "expired":
+        if runs_expire([run.pk], now=now) and run.expires_at is not None:
             log.info("run %s expired: could not start by %s", run_id, run.expires_at.isoformat())
-        return None
-    if run.task.paused and run.trigger not in EXPLICIT_TRIGGERS:
+    elif refused == "paused":
         _hold_for_pause(run, now=now)
-        return None
-    if run.task.overlap_policy == OverlapPolicy.ALLOW:
-        log.info("run %s was claimed elsewhere; message ignored", run_id)
-        return None
-    with transaction.atomic():
-        if not _overlap_allows(run, now=now):
-            return None
-        # The start is read after the task's lock was granted: the run that held it may have
-        # finished meanwhile, and this run must not appear to have started before that.
-        return _claim(run.pk, worker=worker, now=timezone.now(), overlap_checked=True)
+    elif refused == "overlap":
+        with transaction.atomic():
+            if not _overlap_allows(run, now=now):
+                return None
+            # The start is read after the task's lock was granted: the run that held it may
+            # have finished meanwhile, and this run must not appear to have started before.
+            claimed, again = _claim(run.pk, worker=worker, now=timezone.now(), overlap_checked=True)
+            if again is None:
+                return claimed
+            log.info("run %s not claimed after its overlap check (%s)", run_id, again)
+    else:
+        raise ValueError(f"claim_run refused run {run_id} for an unknown reason: {refused!r}")
+    return None
 
 
 def _recover_if_orphaned(run: Run) -> None:

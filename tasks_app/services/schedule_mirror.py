@@ -13,9 +13,9 @@ from typing import Any
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from .. import store
-from ..models import Run, RunStatus, ScheduleType, Task, Trigger
+from ..models import Run, RunStatus, ScheduleType, Task, TaskState, Trigger
 from ..timing import scheduling
-from ..timing.task_schedule import first_fire
+from ..timing.task_schedule import planned_fire
 from .run_create import run_create
 from .run_release import enqueue_on_commit
 
@@ -36,10 +36,8 @@ def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
     if task.is_recurring:
         # One statement on the state row (task_plan_fires), deciding on the row as it is
         # when locked: a run finishing meanwhile keeps the status it wrote.
-        store.execute(
-            "task_plan_fires",
-            {"task_id": task.pk, "replan": replan, "first_fire": first_fire(task, now=now)},
-        )
+        fire = planned_fire(task, now=now, fire_count=_fire_counts([task]).get(task.pk, 0))
+        store.execute("task_plan_fires", {"task_id": task.pk, "replan": replan, "first_fire": fire})
         task.load_state()
     elif task.schedule_type == ScheduleType.ONCE and replan:
         _sync_once_run(task, now=now)
@@ -55,12 +53,24 @@ def tasks_plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task], bat
     set writes of ``manage.py tasks sync`` (``tasks_app.schedules.set_writes``) plan with it."""
     for start in range(0, len(tasks), batch):
         chunk = tasks[start : start + batch]
+        counts = _fire_counts(chunk)
         fires = [
             {"id": t.pk, "replan": t in replan, "first_fire": fire and fire.isoformat()}
             for t in chunk
-            for fire in (first_fire(t, now=now),)
+            for fire in (planned_fire(t, now=now, fire_count=counts.get(t.pk, 0)),)
         ]
         store.execute("tasks_plan_fires", {"fires": json.dumps(fires)})
+
+
+def _fire_counts(tasks: list[Task]) -> dict[str, int]:
+    """The fires recorded so far of those of ``tasks`` with ``max_runs`` (the others' count
+    decides nothing), read as stored now: after the fires dropped ahead of an edit were
+    taken off, while the caller holds the task rows, which beat locks before it counts a
+    fire."""
+    ids = [t.pk for t in tasks if t.max_runs is not None]
+    if not ids:
+        return {}
+    return dict(TaskState.objects.filter(pk__in=ids).values_list("pk", "fire_count"))
 
 
 def fires_ahead_drop(task_ids: Iterable[str], *, now: datetime) -> None:

@@ -24,6 +24,7 @@ from ..models import (
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of
 from . import django_task_paths
+from .alarms import schedule_errors_clear
 from .audit import audit, plain
 from .errors import ConflictError
 from .run_create import new_run, run_create, runs_insert
@@ -190,10 +191,10 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         task_check(task, stored=stored_schedule_of(previous))
     now = timezone.now()
     with transaction.atomic():
-        flagged = previous is not None and bool(previous.schedule_error)
-        if flagged:  # an edit clears beat's schedule-error flag and its alarm (services.alarms)
-            task.schedule_error, task.alarm_since, task.alarm_note = "", None, ""
         task.save(force_insert=adding)
+        # An edit clears beat's schedule-error flag and its alarm (services.alarms), after
+        # the task's row is written: rows are locked in beat's order, task then state.
+        flagged = previous is not None and schedule_errors_clear([task.pk]) > 0
         if previous is not None and (
             flagged or any(getattr(previous, f) != getattr(task, f) for f in FIRE_FIELDS)
         ):

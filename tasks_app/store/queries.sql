@@ -141,8 +141,17 @@ UPDATE tasks_app_run
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
 -- run's executor lock. Returns the run and the task's fields its execution reads
--- (store.CLAIMED_TASK_FIELDS), and whether the lock was taken (false only on a key
--- collision).
+-- (store.CLAIMED_TASK_FIELDS), whether the lock was taken (false only on a key
+-- collision) and a NULL refusal.
+-- When it claims nothing, the one row says why (refused), with the run and those task
+-- fields as the statement saw them (all NULL when the run is gone): 'gone', 'running',
+-- 'not_queued' (another status, or moved by a statement that committed while this one
+-- waited for the run's row: a duplicate message either way), 'expired' (past its
+-- deadline), 'paused' (its task paused, and not a run a person asked for), 'overlap'
+-- (another overlap policy, not checked yet). The conditions of the claim and the reasons
+-- are the same tests, so they are written side by side here and nowhere else; the caller
+-- acts on the reason (services.run_lifecycle). The reason is looked up only when the
+-- claim updated nothing, by the run's primary key.
 -- The claim's transaction commits asynchronously (async_commit: SET LOCAL
 -- synchronous_commit = off, as a function in the statement itself, so no extra round
 -- trip): the broker keeps the run's message unacknowledged until the completion, which
@@ -167,9 +176,24 @@ WITH async_commit AS (
            t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, c.r_id) AS w), NULL)
       FROM claimed AS c JOIN tasks_app_task AS t ON t.id = c.r_task_id
      WHERE s.task_id = c.r_task_id AND NOT t.paused AND s.status <> 'paused'
+), refused AS (
+    SELECT {run_fields:r}, {claimed_task_fields:t}, NULL::boolean,
+           CASE WHEN r.id IS NULL THEN 'gone'
+                WHEN r.status IS NOT DISTINCT FROM 'running' THEN 'running'
+                WHEN r.status IS DISTINCT FROM 'queued' THEN 'not_queued'
+                WHEN r.expires_at < %(now)s THEN 'expired'
+                WHEN t.paused AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
+                WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
+                ELSE 'not_queued' END
+      FROM (SELECT) AS one
+      LEFT JOIN tasks_app_run AS r ON r.id = %(run_id)s
+      LEFT JOIN tasks_app_task AS t ON t.id = r.task_id
+     WHERE NOT EXISTS (SELECT FROM claimed)
 )
-SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0))
-  FROM claimed CROSS JOIN async_commit;
+SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0)), NULL::text
+  FROM claimed CROSS JOIN async_commit
+UNION ALL
+SELECT * FROM refused;
 
 -- name: complete_run
 -- running -> completed with the run's output; the task follows (its failure streak reset,
@@ -318,6 +342,32 @@ UPDATE tasks_app_taskstate AS s
    SET status = tasks_app_idle_status(t, s), consecutive_failures = 0
   FROM tasks_app_task AS t
  WHERE s.task_id = %(task_id)s AND t.id = s.task_id;
+
+-- name: raise_schedule_error
+-- Beat could not compute the task's fires: its state row is flagged with %(note)s (beat
+-- skips the task until an edit clears it) and its alarm raised with the same reason.
+UPDATE tasks_app_taskstate
+   SET schedule_error = %(note)s, alarm_since = %(now)s, alarm_note = %(note)s
+ WHERE task_id = %(task_id)s;
+
+-- name: clear_schedule_errors
+-- The given tasks were edited: their schedule-error flag and its alarm are cleared (beat
+-- fires them again). The row count is how many were flagged.
+UPDATE tasks_app_taskstate
+   SET schedule_error = '', alarm_since = NULL, alarm_note = ''
+ WHERE task_id = ANY(%(task_ids)s) AND schedule_error <> '';
+
+-- name: raise_alarm
+-- The task's missed-run alarm raised since %(now)s with %(note)s, unless it is already
+-- raised; the row count says whether it was raised here.
+UPDATE tasks_app_taskstate SET alarm_since = %(now)s, alarm_note = %(note)s
+ WHERE task_id = %(task_id)s AND alarm_since IS NULL;
+
+-- name: clear_alarms
+-- The missed-run alarms of the given tasks cleared; a schedule error's alarm stays until
+-- the task is edited (clear_schedule_errors). The row count is how many were cleared.
+UPDATE tasks_app_taskstate SET alarm_since = NULL, alarm_note = ''
+ WHERE task_id = ANY(%(task_ids)s) AND alarm_since IS NOT NULL AND schedule_error = '';
 
 -- name: task_plan_fires
 -- A recurring task's schedule saved: its next fire planned (tasks_app_planned_fire, from

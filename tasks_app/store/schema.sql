@@ -35,15 +35,15 @@ CREATE OR REPLACE FUNCTION tasks_app_next_run_at(
                 ELSE LEAST(arriving, waiting) END
 $$;
 
--- A recurring task's next fire when its schedule is saved: ``first_fire`` (computed by the
--- schedule arithmetic) when re-planned or not planned yet, else the fire it has; none once
--- the schedule has ended (max_runs fires recorded, or the fire past end_at).
+-- A recurring task's next fire when its schedule is saved: ``first_fire`` when re-planned or
+-- not planned yet, else the fire it has. ``first_fire`` comes from the schedule arithmetic
+-- already bounded (NULL once the schedule has ended): whether a schedule has ended (max_runs
+-- fires recorded, a fire past end_at) is decided in one place, tasks_app.timing.policies
+-- (fire_within_bounds), which beat's plan uses too.
 CREATE OR REPLACE FUNCTION tasks_app_planned_fire(
     t tasks_app_task, s tasks_app_taskstate, replan boolean, first_fire timestamptz
 ) RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE WHEN NOT replan AND s.next_run_at IS NOT NULL THEN s.next_run_at
-                WHEN t.max_runs IS NOT NULL AND s.fire_count >= t.max_runs THEN NULL
-                WHEN t.end_at IS NOT NULL AND first_fire > t.end_at THEN NULL
                 ELSE first_fire END
 $$;
 

@@ -45,6 +45,30 @@ class Plan:
     finished: bool  # the schedule will never fire again (end_at passed, max_runs reached)
 
 
+def fires_left(policy: Policy) -> int | None:
+    """How many more fires the schedule may record in the task's life (``None``: no
+    ``max_runs``)."""
+    return None if policy.max_runs is None else max(policy.max_runs - policy.fire_count, 0)
+
+
+def past_end(fire: datetime, policy: Policy) -> bool:
+    """Whether ``fire`` is after the schedule's ``end_at``."""
+    return policy.end_at is not None and fire > policy.end_at
+
+
+def fire_within_bounds(fire: datetime | None, policy: Policy) -> datetime | None:
+    """``fire`` if the schedule still fires then; ``None`` once it has ended (``max_runs``
+    fires recorded, or ``fire`` past ``end_at``).
+
+    This module is the one home of a schedule's end: beat's plan (:func:`plan_fires`) and
+    the fire planned when a schedule is saved (``tasks_app_planned_fire`` in
+    tasks_app/store/schema.sql stores the fire given here, deciding nothing) both ask it.
+    """
+    if fire is None or past_end(fire, policy) or fires_left(policy) == 0:
+        return None
+    return fire
+
+
 def jitter_offset(task_id: str, instant: datetime, jitter_seconds: int) -> timedelta:
     """A stable offset in ``[0, jitter_seconds)`` for this task's fire at ``instant``."""
     if jitter_seconds <= 0:
@@ -84,12 +108,12 @@ def plan_fires(
     while (
         fire is not None and fire <= now + lookahead and len(due) + len(missed) < MAX_FIRES_PER_PLAN
     ):
-        if policy.end_at and fire > policy.end_at:
+        if past_end(fire, policy):
             fire = None
             break
         (missed if fire < now - policy.grace else due).append(fire)
         fire = schedule.next_fire(fire)
-    if fire is not None and policy.end_at and fire > policy.end_at:
+    if fire is not None and past_end(fire, policy):
         fire = None
 
     if policy.catchup == "all":
@@ -100,8 +124,8 @@ def plan_fires(
         kept = []
     fires = kept + due
     finished = fire is None
-    if policy.max_runs is not None:
-        remaining = max(policy.max_runs - policy.fire_count, 0)
+    remaining = fires_left(policy)
+    if remaining is not None:
         if len(fires) >= remaining:
             fires, fire, finished = fires[:remaining], None, True
     return Plan(

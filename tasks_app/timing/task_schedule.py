@@ -39,7 +39,17 @@ def first_fire(task: Task, *, now: datetime) -> datetime | None:
     return schedule.next_fire(after) if schedule else None
 
 
-def policy_of(task: Task) -> policies.Policy:
+def planned_fire(task: Task, *, now: datetime, fire_count: int) -> datetime | None:
+    """The fire a saved schedule plans: :func:`first_fire`, or ``None`` when the schedule
+    has ended by then with ``fire_count`` fires recorded (``policies.fire_within_bounds``)."""
+    return policies.fire_within_bounds(
+        first_fire(task, now=now), policy_of(task, fire_count=fire_count)
+    )
+
+
+def policy_of(task: Task, *, fire_count: int | None = None) -> policies.Policy:
+    """The task's policy fields, with its recorded fires (``fire_count``, else its state
+    row's)."""
     return policies.Policy(
         catchup=task.catchup,
         catchup_window=timedelta(seconds=task.catchup_window_seconds),
@@ -47,7 +57,7 @@ def policy_of(task: Task) -> policies.Policy:
         start_at=task.start_at,
         end_at=task.end_at,
         max_runs=task.max_runs,
-        fire_count=task.state.fire_count,
+        fire_count=task.state.fire_count if fire_count is None else fire_count,
     )
 
 

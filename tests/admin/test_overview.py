@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.admin import overview
-from tasks_app.models import Run, RunStatus, Task, TaskStatus
+from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus
 from tests.stored_rows import state_set
 
 pytestmark = pytest.mark.django_db
@@ -50,7 +50,7 @@ def test_counts_percentiles_and_lists(operator) -> None:
     make_runs(bad, RunStatus.FAILED, 2, minutes_ago=3, lateness=1)
     state_set("bad", status=TaskStatus.FAILED, consecutive_failures=2)
     services.task_pause(task=ok, note="rotating credentials", by="ana")
-    Task.objects.filter(pk="ok").update(
+    TaskState.objects.filter(pk="ok").update(
         alarm_since=timezone.now(), alarm_note="fire at 09:00 not done"
     )
 
@@ -96,7 +96,7 @@ def test_overview_query_count_does_not_grow_with_tasks(
     for i in range(3):
         t = services.task_create(id=f"t{i}", action="noop")
         services.task_pause(task=t, note=f"note {i}")
-        Task.objects.filter(pk=t.pk).update(alarm_since=timezone.now())
+        TaskState.objects.filter(pk=t.pk).update(alarm_since=timezone.now())
         state_set(t.pk, status=TaskStatus.FAILED, consecutive_failures=1)
     load()
     with django_assert_max_num_queries(12) as small:
@@ -104,7 +104,7 @@ def test_overview_query_count_does_not_grow_with_tasks(
     for i in range(3, 30):
         t = services.task_create(id=f"t{i}", action="noop")
         services.task_pause(task=t, note=f"note {i}")
-        Task.objects.filter(pk=t.pk).update(alarm_since=timezone.now())
+        TaskState.objects.filter(pk=t.pk).update(alarm_since=timezone.now())
         state_set(t.pk, status=TaskStatus.FAILED, consecutive_failures=1)
     with django_assert_max_num_queries(len(small.captured_queries)):
         load()

@@ -46,7 +46,7 @@ def test_health_is_503_naming_beat_when_its_heartbeat_is_stale() -> None:
 
 def test_health_reports_missed_run_alarms_without_failing() -> None:
     from tasks_app import services
-    from tasks_app.models import Task
+    from tasks_app.models import TaskState
 
     health.record_beat_tick(timezone.now())
     task = services.task_create(
@@ -56,7 +56,7 @@ def test_health_reports_missed_run_alarms_without_failing() -> None:
         interval_seconds=60,
         alert_after_seconds=10,
     )
-    Task.objects.filter(pk=task.pk).update(alarm_since=timezone.now(), alarm_note="late")
+    TaskState.objects.filter(pk=task.pk).update(alarm_since=timezone.now(), alarm_note="late")
     body = APIClient().get("/api/health").json()
     assert body["alarms"] == 1
     assert "alarms" not in body["down"]

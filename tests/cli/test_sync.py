@@ -388,7 +388,15 @@ def written() -> dict[str, object]:
         for e in PeriodicTask.objects.select_related("interval", "crontab")
     }
     states = {
-        s.task_id: (s.status, s.consecutive_failures, s.fire_count, s.next_run_at is None)
+        s.task_id: (
+            s.status,
+            s.consecutive_failures,
+            s.fire_count,
+            s.next_run_at is None,
+            s.schedule_error,
+            s.alarm_since,
+            s.alarm_note,
+        )
         for s in TaskState.objects.all()
     }
     runs = sorted(
@@ -440,10 +448,12 @@ def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
         schedules_apply(schedules_plan(), bulk=bulk)
         first = next_fires()
         # Beat flagged one schedule; an edit clears the flag and its alarm.
-        Task.objects.filter(pk="ny-weekdays").update(
-            schedule_error="no next fire", alarm_since=timezone.now(), alarm_note="flagged"
+        TaskState.objects.filter(pk="ny-weekdays").update(
+            next_run_at=timezone.now(),
+            schedule_error="no next fire",
+            alarm_since=timezone.now(),
+            alarm_note="flagged",
         )
-        TaskState.objects.filter(pk="ny-weekdays").update(next_run_at=timezone.now())
         kept = [d for d in MIXED.split("    Schedule(")[1:] if d.split('"')[1] not in DROPPED]
         changed = (
             "    Schedule("
@@ -481,7 +491,7 @@ def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
     tasks = bulk["tasks"]
     assert tasks["paris-3am"]["cron"] == "15 4 * * *"  # type: ignore[index]
     assert tasks["every-5m"]["interval_seconds"] == 600  # type: ignore[index]
-    assert tasks["ny-weekdays"]["schedule_error"] == ""  # type: ignore[index]
+    assert bulk["states"]["ny-weekdays"][4:] == ("", None, "")  # type: ignore[index]
     assert tasks["ny-weekdays"]["priority"] == 7  # type: ignore[index]
     # 300, 600 and 60 s; Paris 03:00 and 04:15, New York, Tokyo (rows are never deleted)
     assert bulk["schedule rows"] == (3, 4)

@@ -52,8 +52,9 @@ def test_a_poisoned_task_is_flagged_and_the_interval_task_keeps_firing_on_time(
     for task_id, (_, error) in POISONED.items():
         task = Task.objects.get(pk=task_id)
         assert not Run.objects.filter(task=task).exists()
-        assert error in task.schedule_error, task.schedule_error
-        assert task.alarm_since is not None and task.alarm_note == task.schedule_error
+        state = task.load_state()
+        assert error in state.schedule_error, state.schedule_error
+        assert state.alarm_since is not None and state.alarm_note == state.schedule_error
         page = admin_client.get(f"/admin/tasks_app/task/{task_id}/change/")
         assert page.status_code == 200 and error in page.content.decode()
     # One error line per poisoned task, not one per tick.

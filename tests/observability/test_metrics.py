@@ -114,7 +114,7 @@ def test_the_paused_and_alarm_counts_are_read_from_their_indexes(client) -> None
     services.task_pause(task=paused, note="")
     for where, index in (
         ('"tasks_app_task"."paused"', "task_paused_idx"),
-        ('"tasks_app_task"."alarm_since" IS NOT NULL', "task_in_alarm_idx"),
+        ('"tasks_app_taskstate"."alarm_since" IS NOT NULL', "task_in_alarm_idx"),
     ):
         sql = sent(lambda: scrape(client), "COUNT(", where)
         assert index in (found := plan(sql, EVERY_SCAN[:1])), found

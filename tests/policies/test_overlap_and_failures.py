@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.models import Run, RunStatus, Task
+from tasks_app.models import Run, RunStatus, Task, TaskState
 from tests.processes import wait_for_beat_after, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -142,8 +142,7 @@ def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
     wait_until(
         lambda: services.alarms_check(now=timezone.now())[0] == 1, timeout=10, message="alarm"
     )
-    task.refresh_from_db()
-    assert task.alarm_since is not None
+    assert task.load_state().alarm_since is not None
 
     worker_factory(TASKS_DEFAULT_QUEUE=queue)  # the worker comes back, runs the waiting fire
     wait_until(
@@ -155,12 +154,12 @@ def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
     wait_until(
         lambda: (
             services.alarms_check(now=timezone.now())[1] == 1
-            or Task.objects.get(pk=task.pk).alarm_since is None
+            or TaskState.objects.get(pk=task.pk).alarm_since is None
         ),
         timeout=10,
         message="clear",
     )
-    assert Task.objects.get(pk=task.pk).alarm_since is None
+    assert TaskState.objects.get(pk=task.pk).alarm_since is None
 
 
 def test_max_runs_completes_the_task_after_exactly_three(worker, beat_factory) -> None:

@@ -35,15 +35,15 @@ def test_a_fire_that_did_not_complete_raises_the_alarm_and_a_completion_clears_i
     fire(task, now - timedelta(seconds=45), RunStatus.QUEUED)  # no worker picked it up
     with caplog.at_level(logging.ERROR, logger="tasks_app.services.alarms"):
         assert services.alarms_check(now=now) == (1, 0)
-    task.refresh_from_db()
-    assert task.alarm_since == now and "has not completed within 30 s" in task.alarm_note
+    state = task.load_state()
+    assert state.alarm_since == now and "has not completed within 30 s" in state.alarm_note
     assert any("missed-run alarm for task heartbeat" in r.message for r in caplog.records)
     assert services.alarms_check(now=now) == (0, 0)  # raised once, not on every tick
 
     fire(task, now - timedelta(seconds=5), RunStatus.COMPLETED)
     assert services.alarms_check(now=now) == (0, 1)
-    task.refresh_from_db()
-    assert task.alarm_since is None and task.alarm_note == ""
+    state = task.load_state()
+    assert state.alarm_since is None and state.alarm_note == ""
 
 
 def test_a_fire_still_inside_its_allowance_is_not_an_alarm() -> None:
@@ -65,4 +65,4 @@ def test_pausing_drops_the_alarm() -> None:
     services.alarms_check(now=timezone.now())
     services.task_pause(task=Task.objects.get(pk=task.pk), note="known outage")
     services.alarms_check(now=timezone.now())
-    assert Task.objects.get(pk=task.pk).alarm_since is None
+    assert TaskState.objects.get(pk=task.pk).alarm_since is None

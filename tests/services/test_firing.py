@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.models import Run, Task, Trigger
+from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
 LOOKAHEAD = timedelta(seconds=2)
@@ -131,3 +132,28 @@ def test_an_edit_saved_from_a_copy_read_before_a_fire_keeps_that_fire_counted() 
     fire(first + timedelta(seconds=10))
     fire(first + timedelta(seconds=20))
     assert instants(task) == [first, first + timedelta(seconds=10)]
+
+
+def test_a_schedule_saved_after_it_ended_plans_no_fire() -> None:
+    """Saving decides a schedule's end by the rule beat fires by
+    (``policies.fire_within_bounds``): ``max_runs`` fires recorded, or the first fire past
+    ``end_at``."""
+    task = every_10s("ended-by-runs", max_runs=1)
+    fire(task.state.next_run_at)
+    # Its fire came due (one recorded ahead of its instant would be dropped by the edit).
+    run_set(Run.objects.get(task=task).pk, due_at=timezone.now() - timedelta(seconds=1))
+    task.refresh_from_db()
+    assert task.state.fire_count == 1 and task.state.next_run_at is None
+    edited = services.task_update(task=task, data={"interval_seconds": 20})  # re-planned
+    assert edited.state.next_run_at is None
+
+    soon = services.task_create(
+        id="ended-by-time",
+        action="noop",
+        schedule_type="interval",
+        interval_seconds=60,
+        end_at=timezone.now() + timedelta(seconds=30),
+    )
+    assert soon.state.next_run_at is None  # its first fire, a minute away, is past end_at
+    later = services.task_update(task=soon, data={"end_at": timezone.now() + timedelta(hours=1)})
+    assert later.state.next_run_at is not None

@@ -61,7 +61,9 @@ def test_poisoned_tasks_are_flagged_and_the_others_fire() -> None:
 
     assert [fired(t) for t in good] == [1] * len(good)
     for task_id, (_, error) in POISONS.items():
-        task = Task.objects.filter(pk=task_id).values("schedule_error", "alarm_since", "alarm_note")
+        task = TaskState.objects.filter(pk=task_id).values(
+            "schedule_error", "alarm_since", "alarm_note"
+        )
         row = task.get()
         assert fired(task_id) == 0
         assert error in row["schedule_error"], (task_id, row["schedule_error"])
@@ -83,13 +85,13 @@ def test_an_edit_through_the_services_clears_the_flag_and_the_task_fires_again()
     task = every_10s("bad-cron")
     poison(task.id, "schedule_type = 'cron', cron = '61 * * * *'")
     services.schedule_fire_due(now=task.state.next_run_at, lookahead=LOOKAHEAD)
-    task.refresh_from_db()
-    assert task.schedule_error and task.alarm_since is not None
+    state = task.load_state()
+    assert state.schedule_error and state.alarm_since is not None
 
     task = services.task_update(task=task, data={"cron": "* * * * *"})
-    task.refresh_from_db()
-    assert task.schedule_error == "" and task.alarm_since is None and task.alarm_note == ""
-    assert task.state.next_run_at is not None
+    state = task.load_state()
+    assert state.schedule_error == "" and state.alarm_since is None and state.alarm_note == ""
+    assert state.next_run_at is not None
     services.schedule_fire_due(now=task.state.next_run_at, lookahead=LOOKAHEAD)
     assert fired(task.id) == 1
 

@@ -47,8 +47,14 @@ def _migrate(url: str, *target: str) -> None:
 
 
 # Tasks and runs as enqueues wrote them before a function had one task: a task per call
-# (created by "django.tasks"), its payload the call, and its one run; written by the models
-# as they are at 0024, which hold the same columns.
+# (created by "django.tasks"), its payload the call, and its one run; written by today's
+# models. At 0024 the task row also held the alarm and schedule-error columns (moved to the
+# state row by 0027), which the models no longer write: the database fills them with the
+# empty text those models wrote (_OLD_TASK_COLUMNS).
+_OLD_TASK_COLUMNS = """
+ALTER TABLE tasks_app_task ALTER COLUMN alarm_note SET DEFAULT '',
+                           ALTER COLUMN schedule_error SET DEFAULT ''
+"""
 ONE_OFFS = """
 from datetime import timedelta
 from django.utils import timezone
@@ -67,6 +73,8 @@ Task.objects.filter(pk="thumbnail-777777").update(schedule_type="cron", cron="0 
 
 def test_one_off_tasks_of_enqueues_fold_into_their_functions_task(database: str) -> None:
     _migrate(database, "tasks_app", "0024")
+    with psycopg.connect(database) as conn:
+        conn.execute(_OLD_TASK_COLUMNS)
     path = "myapp.tasks.send_welcome_email"
     first, second, other = (str(uuid.uuid4()) for _ in range(3))
     calls = [
@@ -102,3 +110,46 @@ def test_one_off_tasks_of_enqueues_fold_into_their_functions_task(database: str)
     assert runs[second] == (path, {"task": path, "args": [2], "kwargs": {}}, "mail", 9, "pending")
     assert runs[other][0] == "thumbnail-777777"
     assert state is not None and state[0] == "pending" and state[1] is not None
+
+
+def test_alarms_and_schedule_errors_move_to_the_tasks_state_row(database: str) -> None:
+    _migrate(database, "tasks_app", "0026")
+    with psycopg.connect(database) as conn:
+        for task_id in ("flagged", "late", "fine"):
+            conn.execute(
+                "INSERT INTO tasks_app_task (id, name, description, action, payload, queue,"
+                " priority, max_retries, retry_backoff_seconds, schedule_type, cron, timezone,"
+                " jitter_seconds, overlap_policy, catchup, catchup_window_seconds,"
+                " alarm_note, schedule_error, declared_in, paused, pause_note, paused_by,"
+                " created_at, updated_at)"
+                " VALUES (%s, '', '', 'noop', '{}', 'default', 5, 0, 10, 'none', '', 'UTC',"
+                " 0, 'allow', 'skip', 3600, '', '', '', false, '', '', now(), now())",
+                [task_id],
+            )
+        conn.execute(
+            "UPDATE tasks_app_task SET schedule_error = 'bad cron', alarm_note = 'bad cron',"
+            " alarm_since = '2026-01-02T03:04:05Z' WHERE id = 'flagged'"
+        )
+        conn.execute(
+            "UPDATE tasks_app_task SET alarm_note = 'fire not done',"
+            " alarm_since = '2026-01-02T03:04:05Z' WHERE id = 'late'"
+        )
+    _migrate(database)
+    with psycopg.connect(database) as conn:
+        rows = conn.execute(
+            "SELECT task_id, schedule_error, alarm_note, alarm_since IS NOT NULL"
+            " FROM tasks_app_taskstate ORDER BY task_id"
+        ).fetchall()
+        columns = {
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_name = 'tasks_app_task'"
+            )
+        }
+    assert rows == [
+        ("fine", "", "", False),
+        ("flagged", "bad cron", "bad cron", True),
+        ("late", "", "fire not done", True),
+    ]
+    assert not {"alarm_since", "alarm_note", "schedule_error"} & columns

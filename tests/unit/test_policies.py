@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from tasks_app.timing.policies import Policy, jitter_offset, plan_fires
+from tasks_app.timing.policies import Policy, fire_within_bounds, jitter_offset, plan_fires
 from tasks_app.timing.scheduling import CronSchedule, IntervalSchedule
 
 T0 = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -73,3 +73,10 @@ def test_latest_after_long_downtime_of_a_daily_cron_replays_one() -> None:
     )
     assert len(result.fires) == 1 and result.fires[0] < T0
     assert result.next_fire == daily.next_fire(T0)
+
+
+def test_a_fire_within_bounds_is_kept_and_none_once_the_schedule_has_ended() -> None:
+    assert fire_within_bounds(T0, Policy(end_at=T0, max_runs=3, fire_count=2)) == T0
+    assert fire_within_bounds(T0, Policy(end_at=T0 - timedelta(seconds=1))) is None
+    assert fire_within_bounds(T0, Policy(max_runs=3, fire_count=3)) is None
+    assert fire_within_bounds(None, Policy()) is None

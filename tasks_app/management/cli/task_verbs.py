@@ -133,8 +133,14 @@ class TaskVerbs(CliCommand):
                 else []
             ),
             *(
-                [("alarm", f"since {relative(task.alarm_since, self.now)}: {task.alarm_note}")]
-                if task.alarm_since
+                [
+                    (
+                        "alarm",
+                        f"since {relative(task.state.alarm_since, self.now)}: "
+                        f"{task.state.alarm_note}",
+                    )
+                ]
+                if task.state.alarm_since
                 else []
             ),
             ("next run", self.next_run(task)),
