@@ -30,11 +30,10 @@ from .framework import (
     TaskError,
     TaskResultStatus,
     call_problem,
-    json_problem,
     resolve,
+    stored_json,
     task_finished,
     task_started,
-    to_json,
 )
 from .results import started_result, task_result
 
@@ -110,9 +109,10 @@ def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
             value = task.call(TaskContext(task_result=result), *args, **kwargs)
         else:
             value = task.call(*args, **kwargs)
-        found = json_problem(value, "return value")
-        if found is not None:
-            raise TypeError(f"{task.module_path}: {found}; return values must survive JSON")
+        try:
+            value = stored_json(value, "return value")
+        except TypeError as exc:
+            raise TypeError(f"{task.module_path}: {exc}; return values must survive JSON") from None
     except BaseException as exc:
         error = TaskError(
             exception_class_path=f"{type(exc).__module__}.{type(exc).__qualname__}",
@@ -123,7 +123,6 @@ def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         if isinstance(exc, Exception):
             raise
         raise Raised(exc) from None  # SystemExit and the like: a failed attempt, as Django has it
-    value = to_json(value)
     _finish(result, TaskResultStatus.SUCCESSFUL, value=value)
     task_finished.send(sender, task_result=result)
     return Outcome(output="", result=value)

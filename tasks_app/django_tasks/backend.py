@@ -20,11 +20,10 @@ from .framework import (
     InvalidTask,
     TaskResultDoesNotExist,
     call_problem,
-    json_problem,
     resolve,
     run_priority,
+    stored_json,
     task_enqueued,
-    to_json,
 )
 from .results import enqueued_result, task_result
 
@@ -117,13 +116,14 @@ def _call(
 ) -> tuple[list[Any], dict[str, Any]]:
     """``args`` and ``kwargs`` as stored (JSON), once they survive JSON and fit the
     function's signature (``TypeError`` naming the argument or the mismatch)."""
-    args, kwargs = list(args), dict(kwargs)
-    found = json_problem(args, "args") or json_problem(kwargs, "kwargs")
-    if found is not None:
-        raise TypeError(f"{task.module_path}: {found}; task arguments must survive JSON")
-    if (wrong := call_problem(task, args, kwargs)) is not None:
+    try:
+        stored_args = stored_json(list(args), "args")
+        stored_kwargs = stored_json(dict(kwargs), "kwargs")
+    except TypeError as exc:
+        raise TypeError(f"{task.module_path}: {exc}; task arguments must survive JSON") from None
+    if (wrong := call_problem(task, stored_args, stored_kwargs)) is not None:
         raise TypeError(wrong)
-    return to_json(args), to_json(kwargs)
+    return stored_args, stored_kwargs
 
 
 def _how(task: Any) -> dict[str, Any]:

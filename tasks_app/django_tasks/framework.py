@@ -70,13 +70,12 @@ __all__ = [
     "call_problem",
     "exception_class_path",
     "function_task_id",
-    "json_problem",
     "resolve",
     "run_priority",
+    "stored_json",
     "task_enqueued",
     "task_finished",
     "task_started",
-    "to_json",
 ]
 
 
@@ -119,36 +118,26 @@ def run_priority(priority: int) -> int:
     return DEFAULT_PRIORITY
 
 
-def json_problem(value: Any, where: str) -> str | None:
-    """Why ``value`` would not come back the same from JSON (``None`` if it would):
-    only str, int, float (finite), bool, None, lists (tuples become lists, as Django does)
-    and dicts with string keys survive."""
+def stored_json(value: Any, where: str) -> Any:
+    """``value`` as a call's arguments are stored (tuples as lists, as Django does), when it
+    comes back the same from JSON: only str, int, float (finite), bool, None, lists, tuples
+    and dicts with string keys do; otherwise ``TypeError`` naming where it does not."""
     if value is None or isinstance(value, str | bool | int):
-        return None
+        return value
     if isinstance(value, float):
-        return None if math.isfinite(value) else f"{where}: {value} is not a JSON number"
+        if math.isfinite(value):
+            return value
+        raise TypeError(f"{where}: {value} is not a JSON number")
     if isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            if (found := json_problem(item, f"{where}[{i}]")) is not None:
-                return found
-        return None
+        return [stored_json(item, f"{where}[{i}]") for i, item in enumerate(value)]
     if isinstance(value, Mapping):
+        stored = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                return f"{where}: key {key!r} is not a string (JSON keys are strings)"
-            if (found := json_problem(item, f"{where}[{key!r}]")) is not None:
-                return found
-        return None
-    return f"{where}: a value of type {type(value).__name__} is not JSON"
-
-
-def to_json(value: Any) -> Any:
-    """``value`` with tuples as lists (once :func:`json_problem` found nothing)."""
-    if isinstance(value, list | tuple):
-        return [to_json(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: to_json(v) for k, v in value.items()}
-    return value
+                raise TypeError(f"{where}: key {key!r} is not a string (JSON keys are strings)")
+            stored[key] = stored_json(item, f"{where}[{key!r}]")
+        return stored
+    raise TypeError(f"{where}: a value of type {type(value).__name__} is not JSON")
 
 
 def call_problem(task: Any, args: Iterable[Any], kwargs: Mapping[str, Any]) -> str | None:

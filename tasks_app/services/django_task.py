@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from datetime import datetime
 from typing import Any
@@ -118,51 +119,55 @@ def _write(
     due_at = now
     if run_after is not None and run_after > now:
         due_at = validation.check_run_at(run_after, now=now, field="run_after")
+    ids = _run_ids(len(calls))
+    payloads = [{"task": path, "args": a, "kwargs": k, "using": using} for a, k in calls]
     first = Run(
+        id=ids[0],
         task_id=function_task_id(path),
         trigger=Trigger.ENQUEUE,
         status=RunStatus.PENDING,
         due_at=due_at,
         scheduled_for=due_at,
         created_at=now,
+        payload=payloads[0],
         queue=queue,
         priority=priority,
     )
-    runs = [
-        _sibling(first, {"task": path, "args": args, "kwargs": kwargs, "using": using})
-        for args, kwargs in calls
-    ]
     statement = "enqueue_runs" if batch else "enqueue_run"
-    params = store.run_params(runs[0]) | {"horizon_end": now + horizon(), "path": path}
+    params = store.run_params(first) | {"horizon_end": now + horizon(), "path": path}
     if batch:
-        params["ids"] = [r.id for r in runs]
-        params["payloads"] = Jsonb([r.payload for r in runs])
+        params["ids"] = ids
+        params["payloads"] = Jsonb(payloads)
     row = store.fetch_one(statement, params)
     if row is None:  # the function's first enqueue (or its task was deleted)
         function_task_create(path)
         row = store.fetch_one(statement, params)
         if row is None:
             raise ValidationError({"task": [f"the task of {path} could not be written"]})
-    status, task = row[1], store.message_task(row[2:])  # after how many were inserted
-    for run in runs:
-        run.status, run.task = status, task
-        run._state.adding, run._state.db = False, "default"
-    if status == RunStatus.QUEUED:
-        for run in runs:
-            run.queued_at = now
+    first.status, first.task = row[1], store.message_task(row[2:])  # after how many went in
+    first._state.adding, first._state.db = False, "default"
+    if first.status == RunStatus.QUEUED:
+        first.queued_at = now
+    runs = [first, *(_sibling(first, i, p) for i, p in zip(ids[1:], payloads[1:], strict=True))]
+    if first.status == RunStatus.QUEUED:
         transaction.on_commit(lambda: send_queued(runs, now=timezone.now()))
     return runs
 
 
-def _sibling(run: Run, payload: dict[str, Any]) -> Run:
-    """A new unsaved run like ``run`` but for its id and ``payload``: the runs of a batch
-    differ in nothing else, so ``Model.__init__`` (every field's default worked out again per
-    run) is skipped."""
+def _run_ids(n: int) -> list[uuid.UUID]:
+    """``n`` random run ids (UUID version 4, as ``uuid.uuid4``) from one read of the
+    system's random source instead of one read each."""
+    data = os.urandom(16 * n)
+    return [uuid.UUID(bytes=data[i : i + 16], version=4) for i in range(0, 16 * n, 16)]
+
+
+def _sibling(run: Run, run_id: uuid.UUID, payload: dict[str, Any]) -> Run:
+    """A run like ``run`` (as the statement wrote it) but for its id and ``payload``: the runs
+    of a batch differ in nothing else, so ``Model.__init__`` (every field's default worked out
+    again per run) and the related-object descriptor are skipped."""
+    state = ModelState()
+    state.adding, state.db = False, run._state.db
+    state.fields_cache = dict(run._state.fields_cache)  # the task, as the statement read it
     sibling = Run.__new__(Run)
-    sibling.__dict__ = {
-        **run.__dict__,
-        "_state": ModelState(),
-        "id": uuid.uuid4(),
-        "payload": payload,
-    }
+    sibling.__dict__ = {**run.__dict__, "_state": state, "id": run_id, "payload": payload}
     return sibling

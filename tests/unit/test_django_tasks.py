@@ -9,8 +9,8 @@ from tasks_app.django_tasks.framework import (
     RunEnded,
     call_problem,
     exception_class_path,
-    json_problem,
     run_priority,
+    stored_json,
 )
 from tests.django_tasks import functions
 
@@ -34,12 +34,14 @@ def test_django_priorities_map_onto_ours_in_order_with_the_defaults_aligned() ->
 )
 def test_values_that_would_not_come_back_from_json_are_named(value: object, named: str) -> None:
     where = "args" if isinstance(value, list) else "kwargs"
-    found = json_problem(value, where)
-    assert found is not None and found.startswith(named)
+    with pytest.raises(TypeError) as refused:
+        stored_json(value, where)
+    assert str(refused.value).startswith(named)
 
 
-def test_json_values_and_tuples_pass() -> None:
-    assert json_problem([1, 2.5, "x", None, True, (1, 2), {"a": [1]}], "args") is None
+def test_json_values_pass_and_tuples_are_stored_as_lists() -> None:
+    value = [1, 2.5, "x", None, True, (1, 2), {"a": [1, (3,)]}]
+    assert stored_json(value, "args") == [1, 2.5, "x", None, True, [1, 2], {"a": [1, [3]]}]
 
 
 def raised(exc: BaseException) -> str:
