@@ -257,11 +257,6 @@ class Task(models.Model):
         max_length=200, blank=True, default="", db_default="", editable=False
     )
 
-    paused = models.BooleanField(default=False)
-    pause_note = models.TextField(blank=True)
-    paused_at = models.DateTimeField(null=True, blank=True)
-    paused_by = models.CharField(max_length=150, blank=True)
-
     periodic_task = models.OneToOneField(
         "django_celery_beat.PeriodicTask",
         null=True,
@@ -289,13 +284,6 @@ class Task(models.Model):
                 fields=["id"],
                 name="task_alert_watched_idx",
                 condition=models.Q(alert_after_seconds__isnull=False),
-            ),
-            # The paused tasks, latest pause first: the overview's list (a walk of the first
-            # rows, not a sort of every task), the count /metrics reports, the paused filters.
-            models.Index(
-                fields=["-paused_at", "id"],
-                name="task_paused_idx",
-                condition=models.Q(paused=True),
             ),
             # the tasks with retention rules of their own (services.runs_prune.prune_plan).
             models.Index(
@@ -329,6 +317,13 @@ class Task(models.Model):
     @property
     def is_recurring(self) -> bool:
         return self.schedule_type in RECURRING
+
+    @property
+    def paused(self) -> bool:
+        """Whether the task is paused: its state row's status, the one home of the pause
+        (who paused it, when and why are there too), written only by the store's named
+        statements. A task not saved yet has no state row and is not paused."""
+        return not self._state.adding and self.state.status == TaskStatus.PAUSED
 
     def load_state(self) -> TaskState:
         """The task's state row as stored now (cached as ``self.state`` from then on)."""
@@ -370,6 +365,15 @@ class TaskState(StatusGuarded):
     alarm_since = models.DateTimeField(null=True, blank=True, editable=False)
     alarm_note = models.TextField(blank=True, default="", db_default="", editable=False)
     schedule_error = models.TextField(blank=True, default="", db_default="", editable=False)
+    # The pause: the status ``paused`` (``Task.paused`` reads it), with when, by whom and
+    # why, written together by task_paused and cleared by task_resumed. Here, not on the
+    # configuration row, as the engine pauses a task too (pause_after_failures), and the
+    # statements that re-read a task's status under concurrency read this row.
+    paused_at = models.DateTimeField(null=True, blank=True, editable=False)
+    paused_by = models.CharField(
+        max_length=150, blank=True, default="", db_default="", editable=False
+    )
+    pause_note = models.TextField(blank=True, default="", db_default="", editable=False)
 
     class Meta:
         indexes = [
@@ -384,6 +388,13 @@ class TaskState(StatusGuarded):
             ),
             # The lists' status filter in task id order.
             models.Index(fields=["status", "task"], name="task_state_status_idx"),
+            # The paused tasks, latest pause first: the overview's list (a walk of the first
+            # rows, not a sort of every task), the count /metrics reports.
+            models.Index(
+                fields=["-paused_at", "task"],
+                name="task_paused_idx",
+                condition=models.Q(status="paused"),
+            ),
             # The overview's failing tasks, longest failure streak first (admin.overview
             # .failing_tasks): read in that order, only the tasks of the first streaks are
             # sorted by their latest failure, not every failing task.

@@ -60,6 +60,10 @@ class TaskOutputSerializer(serializers.ModelSerializer):
         source="state.alarm_since", read_only=True, allow_null=True
     )
     alarm_note = serializers.CharField(source="state.alarm_note", read_only=True)
+    paused = serializers.BooleanField(read_only=True)
+    pause_note = serializers.CharField(source="state.pause_note", read_only=True)
+    paused_at = serializers.DateTimeField(source="state.paused_at", read_only=True, allow_null=True)
+    paused_by = serializers.CharField(source="state.paused_by", read_only=True)
 
     class Meta:
         model = Task

@@ -124,7 +124,7 @@ def cron_problem(exc: Exception) -> str:
 #   enough that validation and serialization never reach Python's recursion limit.
 MAX_JSON_DEPTH = 32
 TOO_DEEP = f"nests deeper than {MAX_JSON_DEPTH} levels"
-TEXT_FIELDS = ("id", "name", "description", "action", "queue", "cron", "timezone", "pause_note")
+TEXT_FIELDS = ("id", "name", "description", "action", "queue", "cron", "timezone")
 
 
 def string_problem(text: str) -> str | None:

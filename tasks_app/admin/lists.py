@@ -45,6 +45,23 @@ class ColumnValuesFilter(admin.SimpleListFilter):
         return queryset.filter(**{self.lookup: value}) if value else queryset
 
 
+class PausedFilter(admin.SimpleListFilter):
+    """Paused tasks or the others (``selectors.paused_filter``). The query parameter is the
+    one Django's filter of the former ``Task.paused`` column used, so links keep working."""
+
+    title = "paused"
+    parameter_name = "paused__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("1", _("Yes")), ("0", _("No"))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Model]) -> QuerySet[Model]:
+        value = self.value()
+        if value not in ("1", "0"):
+            return queryset
+        return queryset.filter(selectors.paused_filter(paused=value == "1"))
+
+
 def task_column_filter(
     column: str, *, lookup: str, parameter: str | None = None
 ) -> type[ColumnValuesFilter]:

@@ -21,7 +21,7 @@ from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 from django.utils import timezone
 
-from ..models import Run, RunStatus, Task, TaskStatus
+from ..models import Run, RunStatus, Task, TaskState, TaskStatus
 from ..observability import health
 
 CHART_MINUTES = 60
@@ -176,7 +176,6 @@ def failing_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
             "action",
             "failed_day",
             "last_failure",
-            "paused",
             status=F("state__status"),
             consecutive_failures=F("state__consecutive_failures"),
         )[:limit]
@@ -184,10 +183,18 @@ def failing_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
 
 
 def paused_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
+    """Paused tasks, latest pause first: their state rows, where the pause lives, walked in
+    the order of ``task_paused_idx``."""
     rows: Any = (
-        Task.objects.filter(paused=True)
-        .order_by("-paused_at", "id")
-        .values("id", "name", "pause_note", "paused_by", "paused_at")[:limit]
+        TaskState.objects.filter(status=TaskStatus.PAUSED)
+        .order_by("-paused_at", "task_id")
+        .values(
+            "pause_note",
+            "paused_by",
+            "paused_at",
+            id=F("task_id"),
+            name=F("task__name"),
+        )[:limit]
     )
     return list(rows)
 

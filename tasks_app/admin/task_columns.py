@@ -63,9 +63,22 @@ class TaskColumns:
     def next_run_cell(self, task: Task) -> SafeString | str:
         return admin_views.next_run_state(task, compact=True)
 
+    # The pause, read from the task's state row (where the services write it).
+    @admin.display(description="paused", boolean=True)
+    def paused(self, task: Task) -> bool:
+        return task.paused
+
+    @admin.display(description="pause note")
+    def pause_note(self, task: Task) -> str:
+        return task.state.pause_note
+
     @admin.display(description="paused since")
     def paused_since(self, task: Task) -> SafeString | str:
-        return instant(task.paused_at)
+        return instant(task.state.paused_at)
+
+    @admin.display(description="paused by")
+    def paused_by(self, task: Task) -> str:
+        return task.state.paused_by
 
     @admin.display(description="created")
     def created(self, task: Task) -> SafeString | str:

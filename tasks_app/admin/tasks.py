@@ -29,7 +29,7 @@ from ..timing import scheduling
 from . import views as admin_views
 from .buttons import button_paths
 from .forms import TaskForm, action_schemas
-from .lists import SelectionCheckbox, task_column_filter
+from .lists import PausedFilter, SelectionCheckbox, task_column_filter
 from .task_columns import TaskColumns
 from .views import instant
 
@@ -72,7 +72,7 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
         "state__status",
         task_column_filter("action", lookup="action"),
         "schedule_type",
-        "paused",
+        PausedFilter,
         task_column_filter("queue", lookup="queue"),
     )
     # A fragment of an id or a word of a name, found through their trigram indexes.
@@ -348,7 +348,8 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
                 request, f"Task {task.pk} not paused: {_field_errors(exc)}", messages.ERROR
             )
             return self._back(task)
-        said = f": {task.pause_note}" if task.pause_note else "."
+        note = task.state.pause_note
+        said = f": {note}" if note else "."
         self.message_user(request, f"Task {task.pk} paused{said}", messages.SUCCESS)
         return self._back(task)
 

@@ -117,7 +117,7 @@ def preview_of(task: Task, *, now: datetime | None = None) -> dict[str, Any]:
     """The JSON the task page shows: the schedule in words and the next fire times."""
     fires = selectors.task_preview(task=task, count=PREVIEW_COUNT, now=now)
     words = schedule_in_words(task)
-    if task.paused and not task._state.adding:
+    if task.paused:  # never a task not saved yet
         words += "; paused: these fires come only once it is resumed"
     return {
         "schedule_type": task.schedule_type,

@@ -49,7 +49,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from .. import selectors, services
 from ..client_address import client_ip
 from ..conf import app_settings, default_queue
-from ..models import Run, RunStatus, Task, TaskState, run_queue
+from ..models import Run, RunStatus, TaskState, TaskStatus, run_queue
 from . import health
 
 log = logging.getLogger(__name__)
@@ -172,7 +172,7 @@ class TasksCollector:
         yield tasks
         # Each count through its partial index (task_paused_idx, task_in_alarm_idx), not
         # one pass over every task for both.
-        paused = Task.objects.filter(paused=True).count()
+        paused = TaskState.objects.filter(status=TaskStatus.PAUSED).count()
         alarms = TaskState.objects.filter(alarm_since__isnull=False).count()
         yield GaugeMetricFamily("tasks_paused", "Paused tasks.", value=paused)
         yield GaugeMetricFamily(

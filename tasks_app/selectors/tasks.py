@@ -12,7 +12,7 @@ from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from .. import store, validation
-from ..models import Run, RunStatus, ScheduleType, Task, Trigger
+from ..models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 from ..timing import scheduling
 from ..timing.task_schedule import first_fire, schedule_of
 
@@ -35,6 +35,13 @@ def task_next_run_at(task: Task) -> datetime | None:
     return None if task.paused else task.state.next_run_at
 
 
+def paused_filter(*, paused: bool) -> Q:
+    """The tasks paused (``paused``), or those not paused: a task is paused when its state
+    row's status is ``paused``, the one home of the pause."""
+    condition = Q(state__status=TaskStatus.PAUSED)
+    return condition if paused else ~condition
+
+
 def task_list(
     *,
     status: list[str] | None = None,
@@ -53,7 +60,7 @@ def task_list(
     if schedule_type:
         qs = qs.filter(schedule_type__in=schedule_type)
     if paused is not None:
-        qs = qs.filter(paused=paused)
+        qs = qs.filter(paused_filter(paused=paused))
     if search:
         qs = qs.filter(Q(id__icontains=search) | Q(name__icontains=search))
     return in_ranges(qs, TASK_RANGES, ranges).order_by("id")

@@ -28,7 +28,7 @@ from django.db import transaction
 from .. import actions, store
 from ..conf import app_settings
 from ..models import RECURRING, Task, TaskState
-from ..selectors import overdue_fire
+from ..selectors import overdue_fire, paused_filter
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,8 @@ def alarms_check(*, now: datetime) -> tuple[int, int]:
     watched = Task.objects.filter(
         alert_after_seconds__isnull=False,
         schedule_type__in=RECURRING,
-        paused=False,
         state__schedule_error="",
-    )
+    ).filter(paused_filter(paused=False))
     for task in watched.select_related("state"):
         try:
             fire = overdue_fire(task, now=now)

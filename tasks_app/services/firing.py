@@ -36,6 +36,7 @@ from django_celery_beat.models import PeriodicTask
 
 from .. import store
 from ..models import RECURRING, Run, RunStatus, Task, Trigger
+from ..selectors import paused_filter
 from ..timing.task_schedule import fire_due_at, plan_task_fires
 from .alarms import schedule_error_raise
 from .run_create import new_run, runs_insert
@@ -87,10 +88,10 @@ def _fire_batch(*, now: datetime, until: datetime, batch: int) -> tuple[list[Run
             Task.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(
                 schedule_type__in=RECURRING,
-                paused=False,
                 state__schedule_error="",
                 state__next_run_at__lte=until,
             )
+            .filter(paused_filter(paused=False))
             .order_by("state__next_run_at")
             .values_list("id", flat=True)[:batch]
         )
@@ -138,6 +139,11 @@ def _fire_tasks(
     still_due = False
     culprits: list[tuple[str, Exception]] = []
     for task in Task.objects.filter(id__in=ids).select_related("state"):
+        # The rows are read again now that their tasks are locked: a pause committed since
+        # the batch was chosen (it lives in the state row, which the lock does not cover) is
+        # seen here, and a pause still to come waits for this batch (task_pause locks the task).
+        if task.paused:
+            continue
         try:
             plan = plan_task_fires(task, now=now, lookahead=until - now)
             task_runs = [

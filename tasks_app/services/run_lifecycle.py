@@ -31,6 +31,7 @@ from ..models import (
     Trigger,
 )
 from ..observability.logs import run_log
+from ..selectors import paused_filter
 from .audit import jsonable
 from .errors import ConflictError
 from .retry_policy import retry_delay, timed_out_error
@@ -416,7 +417,7 @@ def _count_failure(task: Task, *, error: str) -> None:
     row = store.fetch_one("count_failure", {"task_id": task.pk})
     if not task.pause_after_failures or row is None or row[0] < task.pause_after_failures:
         return
-    current = Task.objects.filter(pk=task.pk, paused=False).first()
+    current = Task.objects.filter(paused_filter(paused=False), pk=task.pk).first()
     if current is None:
         return
     streak = row[0]

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from .. import dispatch, store
 from ..conf import app_settings
-from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, Trigger
+from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, TaskStatus, Trigger
 
 
 def horizon() -> timedelta:
@@ -35,7 +35,9 @@ def horizon() -> timedelta:
 
 
 def releasable() -> Q:
-    return Q(status=RunStatus.PENDING) & (Q(task__paused=False) | Q(trigger__in=EXPLICIT_TRIGGERS))
+    return Q(status=RunStatus.PENDING) & (
+        ~Q(task__state__status=TaskStatus.PAUSED) | Q(trigger__in=EXPLICIT_TRIGGERS)
+    )
 
 
 def enqueue_on_commit(run: Run, *, now: datetime) -> None:

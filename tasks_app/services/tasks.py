@@ -245,23 +245,27 @@ def task_delete(*, task: Task, by: Actor = "") -> None:
 
 
 def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
-    """Stop new fires and hold the task's delayed runs until it is resumed."""
+    """Stop new fires and hold the task's delayed runs until it is resumed.
+
+    The pause is written to the task's state row only (``task_paused``: status ``paused``,
+    when, by whom, why); the task's own row, its configuration, is locked but not written,
+    so an edit, a sync or the engine's auto-pause never overwrite one another's columns."""
     by = permissions.authorize(by, "pause")
     note = validation.check_pause_note(note)
+    now = timezone.now()
     with transaction.atomic():
-        task.paused = True
-        task.pause_note = note
-        task.paused_at = timezone.now()
-        task.paused_by = by
         # Fires already due but not started will not run: pausing stops fires.
-        # Rows are written in the order every claim locks them (claim_run): the runs', then
-        # the task's, then its state row; another order here could deadlock with a claim.
-        store.execute("skip_paused_fires", {"task_id": task.pk, "now": task.paused_at})
-        task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "updated_at"])
+        # Rows are taken in the order every claim takes them (claim_run, and the overlap
+        # check's lock): the runs', then the task's, then its state row; another order here
+        # could deadlock with a claim. The task's row is locked so that beat, which fires a
+        # batch holding its tasks' rows (services.firing), either finishes that batch before
+        # the pause (whose statements then drop the fires it recorded) or reads the pause.
+        store.execute("skip_paused_fires", {"task_id": task.pk, "now": now})
+        _lock_task_row(task)
         # Fires recorded ahead and not due yet are dropped (not skipped): a resume before
         # their instant records them again, so pausing for a minute skips only that minute.
-        fires_ahead_drop([task.pk], now=task.paused_at)
-        store.execute("task_paused", {"task_id": task.pk})
+        fires_ahead_drop([task.pk], now=now)
+        store.execute("task_paused", {"task_id": task.pk, "now": now, "by": by, "note": note})
         task.load_state()
         sync_periodic_task(task)
         audit(task.id, "paused", by=by, note=note)
@@ -270,21 +274,24 @@ def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
 
 def task_resume(*, task: Task, by: Actor = "") -> Task:
     """Resume fires. Fires missed while paused go through the task's catch-up policy (the
-    default ``skip`` replays none); held delayed runs are released."""
+    default ``skip`` replays none); held delayed runs are released. Like a pause, written to
+    the task's state row only (``task_resumed``), after a lock on the task's row: beat's
+    order, task then state."""
     by = permissions.authorize(by, "resume", action=task.action)
     now = timezone.now()
     with transaction.atomic():
-        task.paused = False
-        task.pause_note = ""
-        task.paused_at = None
-        task.paused_by = ""
-        task.save(update_fields=["paused", "pause_note", "paused_at", "paused_by", "updated_at"])
+        _lock_task_row(task)
         store.execute("task_resumed", {"task_id": task.pk})
+        task.load_state()  # resumed: the beat entry the next call writes is enabled again
         sync_schedule(task, now=now, replan=False)
-        task.load_state()
         audit(task.id, "resumed", by=by)
     transaction.on_commit(release_due_runs)
     return task
+
+
+def _lock_task_row(task: Task) -> None:
+    """Lock the task's row until the transaction ends, without writing it."""
+    list(Task.objects.select_for_update().filter(pk=task.pk).values_list("pk", flat=True))
 
 
 def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "") -> list[Run]:

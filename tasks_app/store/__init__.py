@@ -83,14 +83,17 @@ CLAIMED_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
 MESSAGE_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
     f for f in TASK_FIELDS if f.name in {"id", "queue", "priority", "timeout_seconds"}
 )
-# A run enqueued by enqueue_run takes these from its task row ``t`` and the statement's
-# instants rather than from the run's parameters.
+# A run enqueued by enqueue_run takes these from its task row ``t``, the task's state row
+# ``s`` (whether it is paused) and the statement's instants rather than from the run's
+# parameters.
 _ENQUEUED_RUN_VALUES = {
     "task_id": "t.id",
     "due_at": "%(due_at)s::timestamptz",
-    "status": "CASE WHEN t.paused OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
+    "status": "CASE WHEN s.status = 'paused' "
+    "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
     "THEN 'pending' ELSE 'queued' END",
-    "queued_at": "CASE WHEN t.paused OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
+    "queued_at": "CASE WHEN s.status = 'paused' "
+    "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
     "THEN NULL ELSE %(created_at)s::timestamptz END",
     "created_at": "%(created_at)s::timestamptz",
     "expires_at": "%(due_at)s::timestamptz + t.expires_after_seconds * interval '1 second'",

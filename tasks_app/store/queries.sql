@@ -9,9 +9,10 @@
 -- tasks_app_idle_status, built on tasks_app_task_status and tasks_app_other_running): one
 -- definition for every statement. A run's status moves only along store.RUN_TRANSITIONS,
 -- which the database enforces. The task row itself (its configuration) is only read here,
--- never locked: a pause committed while a statement runs shows in the state row
--- (task_pause sets its status to paused), which is the row updated, so Postgres re-reads
--- it before the update; hence "s.status <> 'paused'" beside "NOT t.paused".
+-- never locked. A task is paused when its state row's status is 'paused', and only there
+-- (task_paused writes it with when, by whom and why; task_resumed recomputes it): the
+-- statements that update the state row test the status of the row they update, which
+-- Postgres reads again when a pause committed while they waited for it.
 -- The executor lock: the session that claims a run holds a session-level advisory lock keyed
 -- on hashtextextended(<run id>::text, 0) until its completion releases it. Postgres drops it
 -- the instant that session's connection dies, so a redelivered message can tell a dead
@@ -41,15 +42,15 @@ RETURNING s.task_id;
 -- A run of the @task function whose task is %(task_id)s (action django_task, its payload
 -- naming %(path)s): inserted only if that task exists, with the task's deadline policy, and
 -- already queued when it is due within the release horizon (%(horizon_end)s) and the task is
--- not paused, so the caller publishes it at commit without reading it back. The task's state
--- row is written only when its status or next_run_at changes (most enqueues of a busy
--- function change neither). No row when the task is missing; else 1 (the runs inserted, as
--- enqueue_runs answers), the run's status and the task's fields a message needs
--- (store.MESSAGE_TASK_FIELDS).
+-- not paused (its state row s), so the caller publishes it at commit without reading it
+-- back. The task's state row is written only when its status or next_run_at changes (most
+-- enqueues of a busy function change neither). No row when the task is missing; else 1
+-- (the runs inserted, as enqueue_runs answers), the run's status and the task's fields a
+-- message needs (store.MESSAGE_TASK_FIELDS).
 WITH created AS (
     INSERT INTO tasks_app_run ({run_columns})
     SELECT {enqueued_run_values}
-      FROM tasks_app_task AS t
+      FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id
      WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
        AND t.payload->>'task' = %(path)s::text
     RETURNING task_id, due_at, status
@@ -78,7 +79,7 @@ SELECT 1, c.status, {message_task_fields:t}
 WITH created AS (
     INSERT INTO tasks_app_run ({run_columns})
     SELECT {enqueued_batch_values}
-      FROM tasks_app_task AS t,
+      FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id,
            unnest(%(ids)s::uuid[]) WITH ORDINALITY AS i(id, n)
            JOIN jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS p(payload, n)
            USING (n)
@@ -164,9 +165,10 @@ WITH async_commit AS (
        SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s,
            worker = %(worker)s,
            lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
-      FROM tasks_app_task AS t
+      FROM tasks_app_task AS t, tasks_app_taskstate AS s
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
-       AND (NOT t.paused OR r.trigger = ANY({explicit_triggers}))
+       AND s.task_id = r.task_id
+       AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
  RETURNING {run_fields:r}, {claimed_task_fields:t}
@@ -175,19 +177,20 @@ WITH async_commit AS (
        SET status = 'running', next_run_at = tasks_app_next_run_at(
            t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, c.r_id) AS w), NULL)
       FROM claimed AS c JOIN tasks_app_task AS t ON t.id = c.r_task_id
-     WHERE s.task_id = c.r_task_id AND NOT t.paused AND s.status <> 'paused'
+     WHERE s.task_id = c.r_task_id AND s.status <> 'paused'
 ), refused AS (
     SELECT {run_fields:r}, {claimed_task_fields:t}, NULL::boolean,
            CASE WHEN r.id IS NULL THEN 'gone'
                 WHEN r.status IS NOT DISTINCT FROM 'running' THEN 'running'
                 WHEN r.status IS DISTINCT FROM 'queued' THEN 'not_queued'
                 WHEN r.expires_at < %(now)s THEN 'expired'
-                WHEN t.paused AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
+                WHEN s.status = 'paused' AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
                 WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
                 ELSE 'not_queued' END
       FROM (SELECT) AS one
       LEFT JOIN tasks_app_run AS r ON r.id = %(run_id)s
       LEFT JOIN tasks_app_task AS t ON t.id = r.task_id
+      LEFT JOIN tasks_app_taskstate AS s ON s.task_id = r.task_id
      WHERE NOT EXISTS (SELECT FROM claimed)
 )
 SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0)), NULL::text
@@ -209,7 +212,7 @@ WITH finished AS (
 ), task_done AS (
     UPDATE tasks_app_taskstate AS s
        SET status = tasks_app_status_after(t, s, 'completed', f.id),
-           next_run_at = CASE WHEN t.paused OR s.status = 'paused' THEN s.next_run_at
+           next_run_at = CASE WHEN s.status = 'paused' THEN s.next_run_at
                               ELSE tasks_app_next_run_at(t, s, (
                                   SELECT w.due_at
                                     FROM tasks_app_earliest_waiting(t.id, NULL) AS w), NULL)
@@ -332,14 +335,18 @@ UPDATE tasks_app_taskstate AS s
 RETURNING s.task_id;
 
 -- name: task_paused
--- The task's state once it is paused.
-UPDATE tasks_app_taskstate SET status = 'paused' WHERE task_id = %(task_id)s;
+-- The task paused: the one place a pause is written, in its state row, at %(now)s by
+-- %(by)s with %(note)s (a pause of a paused task replaces them).
+UPDATE tasks_app_taskstate
+   SET status = 'paused', paused_at = %(now)s, paused_by = %(by)s, pause_note = %(note)s
+ WHERE task_id = %(task_id)s;
 
 -- name: task_resumed
--- The task's state once it is resumed: its status read from its runs
--- (tasks_app_idle_status), its failure streak reset.
+-- The task resumed: its status read from its runs (tasks_app_idle_status), its failure
+-- streak reset, the pause's time, author and note cleared.
 UPDATE tasks_app_taskstate AS s
-   SET status = tasks_app_idle_status(t, s), consecutive_failures = 0
+   SET status = tasks_app_idle_status(t, s), consecutive_failures = 0,
+       paused_at = NULL, paused_by = '', pause_note = ''
   FROM tasks_app_task AS t
  WHERE s.task_id = %(task_id)s AND t.id = s.task_id;
 
@@ -376,7 +383,7 @@ UPDATE tasks_app_taskstate SET alarm_since = NULL, alarm_note = ''
 -- row, so a run finishing meanwhile is not overwritten by a status read before it.
 UPDATE tasks_app_taskstate AS s
    SET next_run_at = tasks_app_planned_fire(t, s, %(replan)s, %(first_fire)s),
-       status = CASE WHEN t.paused OR s.status IN ('paused', 'running') THEN s.status
+       status = CASE WHEN s.status IN ('paused', 'running') THEN s.status
                      ELSE tasks_app_task_status(
                          t, tasks_app_planned_fire(t, s, %(replan)s, %(first_fire)s), s.status)
                 END
@@ -388,7 +395,7 @@ UPDATE tasks_app_taskstate AS s
 -- {"id", "replan", "first_fire"}, each task planned the same way.
 UPDATE tasks_app_taskstate AS s
    SET next_run_at = tasks_app_planned_fire(t, s, v.replan, v.first_fire),
-       status = CASE WHEN t.paused OR s.status IN ('paused', 'running') THEN s.status
+       status = CASE WHEN s.status IN ('paused', 'running') THEN s.status
                      ELSE tasks_app_task_status(
                          t, tasks_app_planned_fire(t, s, v.replan, v.first_fire), s.status)
                 END
@@ -406,7 +413,7 @@ UPDATE tasks_app_taskstate AS s
            t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), NULL)
   FROM tasks_app_task AS t
  WHERE s.task_id = ANY(%(task_ids)s) AND t.id = s.task_id
-   AND NOT t.paused AND s.status <> 'paused';
+   AND s.status <> 'paused';
 
 -- name: task_refresh_next_run
 -- The task's next_run_at after its runs were moved (a replanned schedule).

@@ -78,14 +78,14 @@ $$;
 
 -- The task's status once one of its runs, ``leaving`` (NULL: already recorded as ended),
 -- ended ``run_status``: a paused task keeps its status; a task with another run still
--- running stays running; otherwise tasks_app_task_status. A statement updating the state
--- row reads the task row without locking it: a pause committed meanwhile shows in the state
--- row (task_pause writes ``paused`` there), not in ``t``.
+-- running stays running; otherwise tasks_app_task_status. The pause is read from the state
+-- row only (its status ``paused``), the row a statement updates: a pause committed while
+-- the statement waited for that row is seen when Postgres reads the row again.
 DROP FUNCTION IF EXISTS tasks_app_status_after(tasks_app_task, tasks_app_taskstate, text);
 CREATE OR REPLACE FUNCTION tasks_app_status_after(
     t tasks_app_task, s tasks_app_taskstate, run_status text, leaving uuid
 ) RETURNS varchar LANGUAGE sql VOLATILE AS $$
-    SELECT CASE WHEN t.paused OR s.status = 'paused' THEN s.status
+    SELECT CASE WHEN s.status = 'paused' THEN s.status
                 WHEN tasks_app_other_running(t.id, leaving) THEN 'running'
                 ELSE tasks_app_task_status(t, s.next_run_at, run_status) END
 $$;
@@ -96,7 +96,7 @@ $$;
 CREATE OR REPLACE FUNCTION tasks_app_status_on_create(
     t tasks_app_task, s tasks_app_taskstate
 ) RETURNS varchar LANGUAGE sql VOLATILE AS $$
-    SELECT CASE WHEN t.paused OR s.status = 'paused' THEN s.status
+    SELECT CASE WHEN s.status = 'paused' THEN s.status
                 WHEN s.status = 'running' AND tasks_app_other_running(t.id, NULL) THEN 'running'
                 ELSE 'pending' END
 $$;
@@ -120,11 +120,12 @@ CREATE OR REPLACE FUNCTION tasks_app_idle_status(
     END
 $$;
 
--- Every task has its state row, whichever way the task was inserted.
+-- Every task has its state row, whichever way the task was inserted: created, not paused
+-- (a task is paused afterwards, by task_paused).
 CREATE OR REPLACE FUNCTION tasks_app_task_state_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO tasks_app_taskstate (task_id, status, next_run_at, consecutive_failures, fire_count)
-    VALUES (NEW.id, CASE WHEN NEW.paused THEN 'paused' ELSE 'created' END, NULL, 0, 0);
+    VALUES (NEW.id, 'created', NULL, 0, 0);
     RETURN NULL;
 END
 $$;

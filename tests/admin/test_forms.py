@@ -79,7 +79,8 @@ def test_run_now_pause_and_resume_actions(admin_client: Client) -> None:
 
     admin_client.post(changelist, {"action": "pause", "_selected_action": ["reminder-001"]})
     task = Task.objects.get(pk="reminder-001")
-    assert task.paused and task.state.status == TaskStatus.PAUSED and task.paused_by == "root-admin"
+    assert task.paused and task.state.status == TaskStatus.PAUSED
+    assert task.state.paused_by == "root-admin"
     assert task.periodic_task is not None and not task.periodic_task.enabled
 
     admin_client.post(changelist, {"action": "resume", "_selected_action": ["reminder-001"]})

@@ -138,7 +138,11 @@ def test_lateness_legend_is_outside_the_dark_header(operator) -> None:
 @pytest.mark.parametrize(
     ("part", "fragments", "index"),
     [
-        ("paused tasks", ('WHERE "tasks_app_task"."paused" ORDER BY',), "task_paused_idx"),
+        (
+            "paused tasks",
+            ('WHERE "tasks_app_taskstate"."status" = \'paused\' ORDER BY',),
+            "task_paused_idx",
+        ),
         (
             "failing tasks",
             ('"consecutive_failures" > 0', '"consecutive_failures" DESC'),

@@ -195,7 +195,7 @@ def test_next_run_is_truthful_after_a_missed_fire_when_paused_and_on_demand(oper
     assert 'catch-up "skip" skips it' in text
     upcoming = re.findall(r">(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}) UTC<", text)[0]
     assert datetime.fromisoformat(upcoming + "+00:00") > now  # what is shown first is ahead
-    task.paused = True
+    task.state.status = TaskStatus.PAUSED  # its state row as a pause leaves it (not saved)
     assert next_run_state(task, now=now) == "none while paused (resume to continue)"
     on_demand = services.task_create(id="by-hand", action="noop")
     assert next_run_state(on_demand, now=now) == "none waiting"
@@ -211,7 +211,7 @@ def test_pause_button_records_who_and_why(operator) -> None:
     operator.post(url, {"note": "vendor API down until 15:00"})
     task.refresh_from_db()
     assert task.paused and task.state.status == TaskStatus.PAUSED
-    assert (task.pause_note, task.paused_by) == ("vendor API down until 15:00", "ops")
+    assert (task.state.pause_note, task.state.paused_by) == ("vendor API down until 15:00", "ops")
     page = operator.get(change_url(task)).content.decode()
     assert "vendor API down until 15:00" in page and 'id="btn-resume"' in page
     operator.post(reverse("admin:tasks_app_task_resume", args=[task.pk]))
@@ -250,6 +250,6 @@ def test_duplicate_copies_the_task_and_holds_a_recurring_copy_paused(operator) -
         3,
     )
     assert copy.name == "Report (copy)"
-    assert copy.paused and "Duplicate of report" in copy.pause_note
+    assert copy.paused and "Duplicate of report" in copy.state.pause_note
     operator.post(reverse("admin:tasks_app_task_duplicate", args=[task.pk]))
     assert Task.objects.filter(pk="report-copy-2").exists()

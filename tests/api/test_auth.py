@@ -177,7 +177,9 @@ def test_readonly_operator_can_look_but_not_change(readonly_api: APIClient) -> N
         response = getattr(readonly_api, method)(path, body, format="json")
         assert response.status_code == 403, (method, path, response.content)
         assert response.json()["error"].startswith("You do not have permission")
-    assert list(Task.objects.values_list("id", "name", "paused")) == [("looked-at", "", False)]
+    assert list(Task.objects.values_list("id", "name", "state__status")) == [
+        ("looked-at", "", "pending")
+    ]
     assert Run.objects.count() == 1
 
 

@@ -96,7 +96,7 @@ def test_operator_creates_runs_watches_and_pauses_a_cron_task(
     page.click("#btn-pause")
     page.locator(".messagelist", has_text="paused").wait_for()
     assert page.locator("#btn-resume").is_visible()
-    assert Task.objects.get(pk="browser-cron").paused_by == "ops"
+    assert Task.objects.get(pk="browser-cron").load_state().paused_by == "ops"
 
     page.goto(f"{base}/admin/overview/")
     assert page.locator("#paused", has_text=NOTE).is_visible()

@@ -83,7 +83,9 @@ def state() -> list[tuple[object, ...]]:
     """Every task's definition and owner, and the beat entries: what a sync may change."""
     from django_celery_beat.models import PeriodicTask
 
-    tasks = list(Task.objects.order_by("pk").values_list("pk", "cron", "declared_in", "paused"))
+    tasks = list(
+        Task.objects.order_by("pk").values_list("pk", "cron", "declared_in", "state__status")
+    )
     return [*tasks, ("beat entries", PeriodicTask.objects.count())]
 
 
@@ -206,7 +208,7 @@ def test_a_task_made_by_hand_is_taken_over_and_a_removed_one_stops(declare: Decl
     assert not Task.objects.filter(pk="nightly").exists()
     kept = Task.objects.get(pk="every-minute")
     assert kept.paused and kept.declared_in == "" and kept.runs.count() == 1
-    assert "no longer declared in" in kept.pause_note
+    assert "no longer declared in" in kept.state.pause_note
     assert sync("--check")[0] == 0
 
 
@@ -396,6 +398,9 @@ def written() -> dict[str, object]:
             s.schedule_error,
             s.alarm_since,
             s.alarm_note,
+            s.paused_at,
+            s.paused_by,
+            s.pause_note,
         )
         for s in TaskState.objects.all()
     }
@@ -491,7 +496,7 @@ def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
     tasks = bulk["tasks"]
     assert tasks["paris-3am"]["cron"] == "15 4 * * *"  # type: ignore[index]
     assert tasks["every-5m"]["interval_seconds"] == 600  # type: ignore[index]
-    assert bulk["states"]["ny-weekdays"][4:] == ("", None, "")  # type: ignore[index]
+    assert bulk["states"]["ny-weekdays"][4:7] == ("", None, "")  # type: ignore[index]
     assert tasks["ny-weekdays"]["priority"] == 7  # type: ignore[index]
     # 300, 600 and 60 s; Paris 03:00 and 04:15, New York, Tokyo (rows are never deleted)
     assert bulk["schedule rows"] == (3, 4)

@@ -113,7 +113,7 @@ def test_the_paused_and_alarm_counts_are_read_from_their_indexes(client) -> None
     paused = services.task_create(id="held", action="noop")
     services.task_pause(task=paused, note="")
     for where, index in (
-        ('"tasks_app_task"."paused"', "task_paused_idx"),
+        ('"tasks_app_taskstate"."status" = \'paused\'', "task_paused_idx"),
         ('"tasks_app_taskstate"."alarm_since" IS NOT NULL', "task_in_alarm_idx"),
     ):
         sql = sent(lambda: scrape(client), "COUNT(", where)

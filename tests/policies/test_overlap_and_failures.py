@@ -102,17 +102,17 @@ def test_task_pauses_itself_after_three_consecutive_failures(worker, beat_factor
     )
     beat_factory()
     wait_until(lambda: Task.objects.get(pk=task.pk).paused, timeout=30, message="auto-pause")
-    task.refresh_from_db()
-    assert task.paused_by == "system"
-    assert "auto-paused after 3 consecutive failures" in task.pause_note
-    assert "upstream down" in task.pause_note
+    state = task.load_state()
+    assert state.paused_by == "system"
+    assert "auto-paused after 3 consecutive failures" in state.pause_note
+    assert "upstream down" in state.pause_note
     # Three fires' worth of ticks after the pause: nothing more started. (A fire claimed
     # before the pause landed may still finish: on a slow machine a fourth run can be
     # running while the third failure pauses the task.)
     wait_for_beat_after(timezone.now() + timedelta(seconds=3))
     failed = Run.objects.filter(task=task, status=RunStatus.FAILED)
     assert failed.count() >= 3
-    assert not failed.filter(started_at__gt=task.paused_at).exists()
+    assert not failed.filter(started_at__gt=state.paused_at).exists()
     assert not Run.objects.filter(
         task=task, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
     ).exists()

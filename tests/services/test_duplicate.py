@@ -33,8 +33,8 @@ def test_a_recurring_copy_keeps_every_field_and_starts_paused() -> None:
     assert copy.jitter_seconds == 5
     stored = Task.objects.get(pk="report-copy")
     assert stored.paused and stored.state.status == TaskStatus.PAUSED
-    assert stored.pause_note == "Duplicate of report: review, then resume."
-    assert stored.paused_by == "ops"
+    assert stored.state.pause_note == "Duplicate of report: review, then resume."
+    assert stored.state.paused_by == "ops"
     # Nothing of the copy will fire while paused; the original is untouched.
     assert not Run.objects.filter(task=stored, status=RunStatus.QUEUED).exists()
     task.refresh_from_db()

@@ -197,7 +197,7 @@ def test_a_pause_note_is_optional_everywhere(entry: str, superuser: Any) -> None
     else:
         assert admin_pause(superuser, task, "") == ["Task rules paused."]
     task.refresh_from_db()
-    assert task.paused and task.pause_note == ""
+    assert task.paused and task.state.pause_note == ""
 
 
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
@@ -237,7 +237,7 @@ def test_a_pause_note_of_the_maximum_length_is_kept_whole(entry: str, superuser:
         assert '<input type="text" name="note" id="pause-note" maxlength="2000" ' in html
         assert admin_pause(superuser, task, note) == [f"Task rules paused: {note}"]
     task.refresh_from_db()
-    assert task.paused and task.pause_note == note
+    assert task.paused and task.state.pause_note == note
 
 
 def test_auto_pause_shortens_its_note_to_the_same_maximum() -> None:
@@ -250,9 +250,9 @@ def test_auto_pause_shortens_its_note_to_the_same_maximum() -> None:
     services.run_execute(run_id=str(queued_run(task).id), worker="w")
     task.refresh_from_db()
     assert task.paused
-    assert len(task.pause_note) == NOTE_MAX
-    assert task.pause_note.startswith("auto-paused after 1 consecutive failures; last: ")
-    assert task.pause_note.endswith("x\u2026")
+    assert len(task.state.pause_note) == NOTE_MAX
+    assert task.state.pause_note.startswith("auto-paused after 1 consecutive failures; last: ")
+    assert task.state.pause_note.endswith("x\u2026")
 
 
 # -- instants and schedules -------------------------------------------------------------------

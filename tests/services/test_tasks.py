@@ -1,12 +1,15 @@
-"""Backfill (one run per fire between two instants) and preview (the next N fires)."""
+"""Backfill (one run per fire between two instants), preview (the next N fires), and where a
+pause is written."""
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
 
 from tasks_app import selectors, services
-from tasks_app.models import Run, Task, Trigger
+from tasks_app.models import Run, Task, TaskStatus, Trigger
+from tests.shared import queued_run
 
 pytestmark = pytest.mark.django_db
 
@@ -77,3 +80,44 @@ def test_preview_gives_next_fires_in_the_zone_and_in_utc_before_saving() -> None
         "Fri 03 09:30 CEST",
     ]
     assert fires[0].utc == datetime(2026, 3, 30, 7, 30, tzinfo=UTC)
+
+
+def _task_row_version(task_id: str) -> tuple[object, ...] | None:
+    """The task row's ``updated_at`` and ``xmin`` (the transaction that last wrote the row:
+    any UPDATE of it changes it, a lock does not)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT updated_at, xmin::text FROM tasks_app_task WHERE id = %s", [task_id])
+        return cursor.fetchone()
+
+
+def test_a_pause_and_a_resume_write_the_tasks_state_row_alone() -> None:
+    """The engine's auto-pause (``pause_after_failures``) and a person's resume leave the
+    task's row, its configuration, as it was: the pause, with who, when and why, is in the
+    state row, and the task's beat entry follows it."""
+    task = services.task_create(
+        id="flaky",
+        action="fail",
+        payload={"message": "upstream down"},
+        schedule_type="interval",
+        interval_seconds=3600,
+        pause_after_failures=2,
+    )
+    configured = _task_row_version(task.pk)
+    for _ in range(2):
+        services.run_execute(run_id=str(queued_run(task).id), worker="w")
+
+    paused = Task.objects.select_related("state", "periodic_task").get(pk=task.pk)
+    assert _task_row_version(task.pk) == configured
+    assert paused.paused and paused.state.status == TaskStatus.PAUSED
+    assert paused.state.paused_by == "system" and paused.state.paused_at is not None
+    note = paused.state.pause_note
+    assert note.startswith("auto-paused after 2 consecutive failures") and "upstream down" in note
+    assert paused.periodic_task is not None and not paused.periodic_task.enabled
+
+    services.task_resume(task=paused, by="ops")
+    resumed = Task.objects.select_related("state", "periodic_task").get(pk=task.pk)
+    assert _task_row_version(task.pk) == configured
+    assert not resumed.paused and resumed.state.status == TaskStatus.PENDING
+    state = resumed.state
+    assert (state.paused_at, state.paused_by, state.pause_note) == (None, "", "")
+    assert resumed.periodic_task is not None and resumed.periodic_task.enabled

@@ -49,11 +49,15 @@ def _migrate(url: str, *target: str) -> None:
 # Tasks and runs as enqueues wrote them before a function had one task: a task per call
 # (created by "django.tasks"), its payload the call, and its one run; written by today's
 # models. At 0024 the task row also held the alarm and schedule-error columns (moved to the
-# state row by 0027), which the models no longer write: the database fills them with the
-# empty text those models wrote (_OLD_TASK_COLUMNS).
+# state row by 0027) and the pause (moved by 0028), which the models no longer write: the
+# database fills them with the values those models wrote for an unpaused task without an
+# alarm (_OLD_TASK_COLUMNS).
 _OLD_TASK_COLUMNS = """
 ALTER TABLE tasks_app_task ALTER COLUMN alarm_note SET DEFAULT '',
-                           ALTER COLUMN schedule_error SET DEFAULT ''
+                           ALTER COLUMN schedule_error SET DEFAULT '',
+                           ALTER COLUMN paused SET DEFAULT false,
+                           ALTER COLUMN pause_note SET DEFAULT '',
+                           ALTER COLUMN paused_by SET DEFAULT ''
 """
 ONE_OFFS = """
 from datetime import timedelta
@@ -153,3 +157,76 @@ def test_alarms_and_schedule_errors_move_to_the_tasks_state_row(database: str) -
         ("late", "", "fire not done", True),
     ]
     assert not {"alarm_since", "alarm_note", "schedule_error"} & columns
+
+
+def _insert_task(conn: psycopg.Connection, task_id: str, *, paused_columns: bool) -> None:
+    """A task row as the models wrote it, with the pause's columns (at 0027) or without
+    (from 0028); its state row comes from the trigger."""
+    pause = ", paused, pause_note, paused_by" if paused_columns else ""
+    values = ", false, '', ''" if paused_columns else ""
+    conn.execute(
+        "INSERT INTO tasks_app_task (id, name, description, action, payload, queue,"
+        " priority, max_retries, retry_backoff_seconds, schedule_type, cron, timezone,"
+        f" jitter_seconds, overlap_policy, catchup, catchup_window_seconds, declared_in{pause},"
+        " created_at, updated_at)"
+        " VALUES (%s, '', '', 'noop', '{}', 'default', 5, 0, 10, 'none', '', 'UTC',"
+        f" 0, 'allow', 'skip', 3600, ''{values}, now(), now())",
+        [task_id],
+    )
+
+
+def test_the_pause_moves_to_the_tasks_state_row_and_back(database: str) -> None:
+    _migrate(database, "tasks_app", "0027")
+    with psycopg.connect(database) as conn:
+        for task_id in ("held", "running", "free"):
+            _insert_task(conn, task_id, paused_columns=True)
+        # As task_pause left them at 0027: the task row and its state's status.
+        conn.execute(
+            "UPDATE tasks_app_task SET paused = true, pause_note = 'vendor down',"
+            " paused_by = 'ana', paused_at = '2026-01-02T03:04:05Z' WHERE id = 'held'"
+        )
+        conn.execute("UPDATE tasks_app_taskstate SET status = 'paused' WHERE task_id = 'held'")
+        # Paused on the task row only (its state left running): paused to the statements.
+        conn.execute(
+            "UPDATE tasks_app_task SET paused = true, paused_by = 'system',"
+            " paused_at = '2026-01-02T03:04:05Z' WHERE id = 'running'"
+        )
+        conn.execute("UPDATE tasks_app_taskstate SET status = 'running' WHERE task_id = 'running'")
+    _migrate(database)
+    state_rows = (
+        "SELECT task_id, status, paused_at IS NOT NULL, paused_by, pause_note"
+        " FROM tasks_app_taskstate ORDER BY task_id"
+    )
+    with psycopg.connect(database) as conn:
+        rows = conn.execute(state_rows).fetchall()
+        columns = {
+            r[0]
+            for r in conn.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_name = 'tasks_app_task'"
+            )
+        }
+        # A task inserted from now on starts unpaused (the trigger no longer reads the task).
+        _insert_task(conn, "new", paused_columns=False)
+        new = conn.execute(
+            "SELECT status FROM tasks_app_taskstate WHERE task_id = 'new'"
+        ).fetchone()
+    assert rows == [
+        ("free", "created", False, "", ""),
+        ("held", "paused", True, "ana", "vendor down"),
+        ("running", "paused", True, "system", ""),
+    ]
+    assert not {"paused", "paused_at", "paused_by", "pause_note"} & columns
+    assert new == ("created",)
+
+    _migrate(database, "tasks_app", "0027")  # and back: the task rows hold the pause again
+    with psycopg.connect(database) as conn:
+        tasks = conn.execute(
+            "SELECT id, paused, paused_by, pause_note FROM tasks_app_task ORDER BY id"
+        ).fetchall()
+    assert tasks == [
+        ("free", False, "", ""),
+        ("held", True, "ana", "vendor down"),
+        ("new", False, "", ""),
+        ("running", True, "system", ""),
+    ]

@@ -78,7 +78,7 @@ class CliCommand(BaseCommand):
         self.stdout.write(json.dumps(data, indent=2, default=str) if self.as_json else text)
 
     def task(self, task_id: str) -> Task:
-        task = Task.objects.filter(pk=task_id).first()
+        task = Task.objects.select_related("state").filter(pk=task_id).first()
         if task is None:
             raise CommandError(f"no task with id {task_id!r}", returncode=1)
         return task

@@ -125,8 +125,9 @@ class TaskVerbs(CliCommand):
                 [
                     (
                         "paused",
-                        f"by {task.paused_by or '-'} {relative(task.paused_at, self.now)}: "
-                        f"{task.pause_note or '(no note)'}",
+                        f"by {task.state.paused_by or '-'} "
+                        f"{relative(task.state.paused_at, self.now)}: "
+                        f"{task.state.pause_note or '(no note)'}",
                     )
                 ]
                 if task.paused
