@@ -50,8 +50,8 @@ def load(
     with conn.cursor().copy(
         "COPY tasks_app_task (id, name, description, action, payload, queue, priority, "
         "max_retries, retry_backoff_seconds, schedule_type, interval_seconds, cron, timezone, "
-        "jitter_seconds, overlap_policy, catchup, catchup_window_seconds, alarm_note, "
-        "schedule_error, paused, pause_note, paused_by, created_at, updated_at) FROM STDIN"
+        "jitter_seconds, overlap_policy, catchup, catchup_window_seconds, created_at, "
+        "updated_at) FROM STDIN"
     ) as copy:
         for i in range(tasks):
             failing = i % 40 == 1
@@ -76,11 +76,6 @@ def load(
                     "allow",
                     "skip",
                     3600,
-                    "",
-                    "",
-                    i % 50 == 0,
-                    "maintenance" if i % 50 == 0 else "",
-                    "bench" if i % 50 == 0 else "",
                     now - timedelta(days=days + 1),
                     now,
                 )
@@ -89,17 +84,20 @@ def load(
     conn.execute("DELETE FROM tasks_app_taskstate")
     with conn.cursor().copy(
         "COPY tasks_app_taskstate (task_id, status, next_run_at, consecutive_failures, "
-        "fire_count) FROM STDIN"
+        "fire_count, paused_at, paused_by, pause_note) FROM STDIN"
     ) as copy:
         for i in range(tasks):
-            failing = i % 40 == 1
+            failing, paused = i % 40 == 1, i % 50 == 0
             copy.write_row(
                 (
                     f"hist-{i:05d}",
-                    "failed" if failing else "pending",
-                    now + timedelta(seconds=rng.randint(1, 300)),
+                    "paused" if paused else ("failed" if failing else "pending"),
+                    None if paused else now + timedelta(seconds=rng.randint(1, 300)),
                     3 if failing else 0,
                     runs // tasks,
+                    now - timedelta(days=1) if paused else None,
+                    "bench" if paused else "",
+                    "maintenance" if paused else "",
                 )
             )
     indexes = conn.execute(

@@ -97,25 +97,27 @@ def _seed(reseed: bool) -> dict[str, int]:
                 cron="*/5 * * * *" if kind == "cron" else "",
                 timezone="Europe/Paris" if kind == "cron" else "UTC",
                 interval_seconds=300 if kind == "interval" else None,
-                paused=i % 50 == 0,
-                pause_note="maintenance window" if i % 50 == 0 else "",
-                paused_at=now if i % 50 == 0 else None,
-                paused_by="bench" if i % 50 == 0 else "",
-                alarm_since=now - timedelta(minutes=10) if i % 100 == 7 else None,
             )
         )
     Task.objects.bulk_create(tasks, batch_size=1000)
     states = {s.task_id: s for s in TaskState.objects.all()}
     for i, task in enumerate(tasks):
         state = states[task.id]
-        failing = i % 40 == 1
-        state.status = TaskStatus.FAILED if failing else TaskStatus.PENDING
+        failing, paused = i % 40 == 1, i % 50 == 0
+        state.status = (
+            TaskStatus.PAUSED if paused else TaskStatus.FAILED if failing else TaskStatus.PENDING
+        )
         state.consecutive_failures = 3 if failing else 0
-        if task.schedule_type != "none":
+        if task.schedule_type != "none" and not paused:
             state.next_run_at = now + timedelta(minutes=rng.randint(1, 300))
+        if paused:
+            state.paused_at, state.paused_by, state.pause_note = now, "bench", "maintenance window"
+        if i % 100 == 7:
+            state.alarm_since = now - timedelta(minutes=10)
+    fields = ["status", "consecutive_failures", "next_run_at", "paused_at", "paused_by"]
     with allow_status_writes():  # seeding: tasks in the states a busy site shows
         TaskState.objects.bulk_update(
-            states.values(), ["status", "consecutive_failures", "next_run_at"], batch_size=1000
+            states.values(), [*fields, "pause_note", "alarm_since"], batch_size=1000
         )
     statuses = (
         [RunStatus.COMPLETED] * 90

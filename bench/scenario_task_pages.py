@@ -225,8 +225,7 @@ INSERT INTO tasks_app_task
         retry_backoff_seconds, timeout_seconds, expires_after_seconds, schedule_type, run_at,
         interval_seconds, cron, timezone, start_at, end_at, max_runs, jitter_seconds,
         overlap_policy, catchup, catchup_window_seconds, pause_after_failures,
-        alert_after_seconds, alarm_since, alarm_note, paused, pause_note, paused_at, paused_by,
-        created_at, updated_at, periodic_task_id, schedule_error, keep_runs_count,
+        alert_after_seconds, created_at, updated_at, periodic_task_id, keep_runs_count,
         keep_runs_days, declared_in)
 SELECT id, (%(names)s::text[])[1 + i %% %(n_names)s] || ' ' || i,
        CASE WHEN i %% 4 = 0 THEN 'Owned by the billing team; see the runbook.' ELSE '' END,
@@ -238,15 +237,14 @@ SELECT id, (%(names)s::text[])[1 + i %% %(n_names)s] || ' ' || i,
        CASE WHEN kind = 'cron' THEN (%(zones)s::text[])[1 + (i %% %(n_crontabs)s) %% %(n_zones)s] ELSE 'UTC' END,
        NULL, NULL, NULL, 0,
        (ARRAY['allow', 'skip', 'buffer_one'])[1 + i %% 3], 'skip', 3600, NULL, NULL,
-       NULL, '', paused, CASE WHEN paused THEN 'maintenance window' ELSE '' END,
-       CASE WHEN paused THEN %(now)s::timestamptz END, CASE WHEN paused THEN 'bench' ELSE '' END,
        %(now)s::timestamptz - (%(n)s - i) * interval '1 second',
        %(now)s::timestamptz - (%(n)s - i) * interval '1 second',
-       CASE WHEN kind IN ('interval', 'cron') THEN i + 1 END, '', NULL, NULL, ''
+       CASE WHEN kind IN ('interval', 'cron') THEN i + 1 END, NULL, NULL, ''
   FROM seed;
 ALTER TABLE tasks_app_task ENABLE TRIGGER tasks_app_task_state;
 
-INSERT INTO tasks_app_taskstate (task_id, status, next_run_at, consecutive_failures, fire_count)
+INSERT INTO tasks_app_taskstate (task_id, status, next_run_at, consecutive_failures, fire_count,
+                                 paused_at, paused_by, pause_note)
 SELECT id,
        CASE WHEN paused THEN 'paused'
             WHEN i %% 100 < 3 THEN 'failed'
@@ -260,7 +258,9 @@ SELECT id,
             WHEN kind IN ('interval', 'cron') THEN %(now)s::timestamptz + (i %% 86400) * interval '1 second'
        END,
        CASE WHEN i %% 100 < 3 THEN 1 + i %% 5 ELSE 0 END,
-       CASE WHEN kind IN ('interval', 'cron') THEN i %% 500 ELSE 0 END
+       CASE WHEN kind IN ('interval', 'cron') THEN i %% 500 ELSE 0 END,
+       CASE WHEN paused THEN %(now)s::timestamptz END, CASE WHEN paused THEN 'bench' ELSE '' END,
+       CASE WHEN paused THEN 'maintenance window' ELSE '' END
   FROM seed;
 
 INSERT INTO tasks_app_run
