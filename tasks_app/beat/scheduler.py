@@ -40,9 +40,10 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from django.db import close_old_connections
+from django.db.models import Case, Value, When
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
-from django_celery_beat.schedulers import DatabaseScheduler
+from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
 from .. import services
 from ..conf import app_settings
@@ -91,7 +92,25 @@ def stop_deferred() -> Iterator[None]:
             os.kill(os.getpid(), caught[0])
 
 
+class StockEntry(ModelEntry):
+    """A non-owned entry, as django-celery-beat's, whose fire bookkeeping is written without
+    rewriting the row. Stock ``ModelEntry.save`` reads the row, sets the fire's fields and saves
+    every column: an edit committed between that read and that save (a person disabling the
+    entry right after a fire, when beat writes the fire down) was overwritten with the values
+    beat had read, and the entry fired again. Here one ``UPDATE`` sets only those fields (and, as stock's
+    save with ``no_changes``, does not mark the schedule changed), with stock's rule that a disabled entry keeps no ``last_run_at``."""
+
+    def save(self) -> None:
+        model = self.model
+        type(model)._default_manager.filter(pk=model.pk).update(
+            last_run_at=Case(When(enabled=True, then=Value(model.last_run_at)), default=None),
+            total_run_count=model.total_run_count,
+        )
+
+
 class TaskScheduler(DatabaseScheduler):
+    Entry = StockEntry
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.leadership = leadership.CachedLeadership(
             leadership.leadership_for_database(name=f"{socket.gethostname()} pid {os.getpid()}"),
