@@ -134,10 +134,19 @@ def _write(
         priority=priority,
     )
     statement = "enqueue_runs" if batch else "enqueue_run"
-    params = store.run_params(first) | {"horizon_end": now + horizon(), "path": path}
+    params: dict[str, Any] = {
+        "task_id": first.task_id,
+        "path": path,
+        "queue": queue,
+        "priority": priority,
+        "due_at": due_at,
+        "created_at": now,
+        "horizon_end": now + horizon(),
+    }
     if batch:
-        params["ids"] = ids
-        params["payloads"] = Jsonb(payloads)
+        params["ids"], params["payloads"] = ids, Jsonb(payloads)
+    else:
+        params["id"], params["payload"] = ids[0], Jsonb(payloads[0])
     row = store.fetch_one(statement, params)
     if row is None:  # the function's first enqueue (or its task was deleted)
         function_task_create(path)

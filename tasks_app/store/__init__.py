@@ -37,7 +37,7 @@ from django.db.models import Field, Model
 from django.db.models.base import DEFERRED
 from psycopg.types.json import Jsonb
 
-from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, Task, allow_status_writes
+from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, Task, Trigger, allow_status_writes
 
 __all__ = ["RUN_TRANSITIONS", "allow_status_writes", "schema_sql"]
 
@@ -83,12 +83,20 @@ CLAIMED_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
 MESSAGE_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
     f for f in TASK_FIELDS if f.name in {"id", "queue", "priority", "timeout_seconds"}
 )
-# A run enqueued by enqueue_run takes these from its task row ``t``, the task's state row
-# ``s`` (whether it is paused) and the statement's instants rather than from the run's
-# parameters.
+# A run enqueued by enqueue_run / enqueue_runs takes these from the call (its own bound
+# parameters), its task row ``t``, the task's state row ``s`` (whether it is paused) and the
+# statement's instants. Every other column is the model's default, written into the
+# statement (``_enqueued_values``): a call binds and converts its own nine values, not the
+# run's twenty-four columns.
 _ENQUEUED_RUN_VALUES = {
+    "id": "%(id)s::uuid",
     "task_id": "t.id",
+    "trigger": f"'{Trigger.ENQUEUE.value}'",
+    "payload": "%(payload)s::jsonb",
+    "queue": "%(queue)s::varchar",
+    "priority": "%(priority)s::smallint",
     "due_at": "%(due_at)s::timestamptz",
+    "scheduled_for": "%(due_at)s::timestamptz",
     "status": "CASE WHEN s.status = 'paused' "
     "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
     "THEN 'pending' ELSE 'queued' END",
@@ -105,6 +113,27 @@ def _aliased(alias: str, fields: Sequence[Field[Any, Any]]) -> str:
     return ", ".join(f'{alias}."{f.column}" AS "{alias}_{f.column}"' for f in fields)
 
 
+def _enqueued_values(values: dict[str, str]) -> str:
+    """The select list of an enqueued run: ``values`` where given, else the column's default."""
+    return ", ".join(values.get(f.column) or _default_literal(f) for f in RUN_FIELDS)
+
+
+def _default_literal(field: Field[Any, Any]) -> str:
+    """``field``'s model default as an SQL constant of its column's type."""
+    if field.has_default() and callable(field.default):  # a value per row (an id, an instant): the caller binds it
+        raise ValueError(f"Run.{field.name} has a default per row; enqueues must bind it")
+    value = field.get_default()
+    if value is None:
+        literal = "NULL"
+    elif isinstance(value, bool | int):
+        literal = str(value).lower()
+    elif isinstance(value, str):
+        literal = "'" + value.replace("'", "''") + "'"
+    else:
+        raise ValueError(f"Run.{field.name}: no SQL constant for its default {value!r}")
+    return f"CAST({literal} AS {field.db_type(connection)})"
+
+
 def _expand(sql: str) -> str:
     # A constant of the code, written into the statement rather than bound at every call.
     sql = sql.replace(
@@ -112,15 +141,9 @@ def _expand(sql: str) -> str:
     )
     sql = sql.replace("{run_columns}", ", ".join(f'"{f.column}"' for f in RUN_FIELDS))
     sql = sql.replace("{run_values}", ", ".join(f"%({f.column})s" for f in RUN_FIELDS))
-    sql = sql.replace(
-        "{enqueued_run_values}",
-        ", ".join(_ENQUEUED_RUN_VALUES.get(f.column, f"%({f.column})s") for f in RUN_FIELDS),
-    )
+    sql = sql.replace("{enqueued_run_values}", _enqueued_values(_ENQUEUED_RUN_VALUES))
     batch = _ENQUEUED_RUN_VALUES | {"id": "i.id", "payload": "p.payload"}
-    sql = sql.replace(
-        "{enqueued_batch_values}",
-        ", ".join(batch.get(f.column, f"%({f.column})s") for f in RUN_FIELDS),
-    )
+    sql = sql.replace("{enqueued_batch_values}", _enqueued_values(batch))
     for alias in set(re.findall(r"\{message_task_fields:(\w+)\}", sql)):
         sql = sql.replace(f"{{message_task_fields:{alias}}}", _aliased(alias, MESSAGE_TASK_FIELDS))
     for alias in set(re.findall(r"\{run_fields:(\w+)\}", sql)):
