@@ -81,14 +81,19 @@ class CeleryRunBackend(BaseTaskBackend):
         checks one, all before any is written: one refused call writes none."""
         self.validate_task(task)
         checked = [_call(task, args, kwargs) for args, kwargs in calls]
+
+        def results(runs: list[Any]) -> list[Any]:
+            made = [enqueued_result(run, task=task, backend=self.alias) for run in runs]
+            for result in made:
+                task_enqueued.send(type(self), task_result=result)
+            return made
+
         try:
-            runs = django_task_enqueue_many(path=task.module_path, calls=checked, **_how(task))
+            return django_task_enqueue_many(
+                path=task.module_path, calls=checked, **_how(task), then=results
+            )
         except ValidationError as exc:
             raise InvalidTask(_one_line(exc)) from exc
-        results = [enqueued_result(run, task=task, backend=self.alias) for run in runs]
-        for result in results:
-            task_enqueued.send(type(self), task_result=result)
-        return results
 
     def get_result(self, result_id: str) -> Any:
         """The run ``result_id`` and its later attempts as a ``TaskResult``;

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models.base import ModelState
 from django.utils import timezone
 from psycopg.types.json import Jsonb
@@ -21,6 +23,8 @@ from .django_task_paths import ENQUEUED_BY
 from .errors import ConflictError
 from .run_release import horizon, send_queued
 from .tasks import task_create
+
+T = TypeVar("T")
 
 
 def function_task_create(path: str, *, by: str = ENQUEUED_BY) -> Task:
@@ -77,6 +81,8 @@ def django_task_enqueue(
         run_after=run_after,
         using=using,
     )
+    if run.status == RunStatus.QUEUED:
+        transaction.on_commit(lambda: send_queued([run], now=timezone.now()))
     return run
 
 
@@ -88,13 +94,21 @@ def django_task_enqueue_many(
     priority: int | None,
     run_after: datetime | None,
     using: dict[str, Any],
-) -> list[Run]:
+    then: Callable[[list[Run]], T],
+) -> T:
     """One run per ``(args, kwargs)`` of ``calls``, as :func:`django_task_enqueue` writes
     one, in one statement (``enqueue_runs``), published together (one batch of confirms)
-    when the surrounding transaction commits."""
+    when the surrounding transaction commits; returns ``then(runs)``, the caller's own work
+    on the written runs (Django's results and their signals).
+
+    Outside a transaction the batch is committed by its statement and published at once,
+    in a thread of its own while ``then`` runs in the caller's: a batch spends most of its
+    publish waiting for the broker, and the caller's work for each run need not wait for
+    it. The call returns once both are done, every message confirmed (or its run handed
+    back to ``pending``), as a single enqueue does."""
     if not calls:
-        return []
-    return _write(
+        return then([])
+    runs = _write(
         batch=True,
         path=path,
         calls=calls,
@@ -103,6 +117,25 @@ def django_task_enqueue_many(
         run_after=run_after,
         using=using,
     )
+    if runs[0].status != RunStatus.QUEUED:  # beat releases them in time
+        return then(runs)
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(lambda: send_queued(runs, now=timezone.now()))
+        return then(runs)
+    with ThreadPoolExecutor(1, thread_name_prefix="enqueue-many") as publisher:
+        published = publisher.submit(_publish_committed, runs)
+        done = then(runs)
+        published.result()
+    return done
+
+
+def _publish_committed(runs: list[Run]) -> None:
+    """``send_queued`` in a thread of its own; a failed publish hands runs back to pending
+    through the thread's own database connection, closed here."""
+    try:
+        send_queued(runs, now=timezone.now())
+    finally:
+        connections.close_all()
 
 
 def _write(
@@ -157,10 +190,7 @@ def _write(
     first._state.adding, first._state.db = False, "default"
     if first.status == RunStatus.QUEUED:
         first.queued_at = now
-    runs = [first, *(_sibling(first, i, p) for i, p in zip(ids[1:], payloads[1:], strict=True))]
-    if first.status == RunStatus.QUEUED:
-        transaction.on_commit(lambda: send_queued(runs, now=timezone.now()))
-    return runs
+    return [first, *(_sibling(first, i, p) for i, p in zip(ids[1:], payloads[1:], strict=True))]
 
 
 def _run_ids(n: int) -> list[uuid.UUID]:
