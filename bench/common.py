@@ -367,6 +367,16 @@ def settle_after_bulk_load() -> None:
         cur.execute("CHECKPOINT")
 
 
+def bench_superuser() -> Any:
+    """The superuser whose session the page scenarios request with (``bench`` / ``bench-pw``),
+    made on first use."""
+    from django.contrib.auth import get_user_model
+
+    user_model = get_user_model()
+    user = user_model.objects.filter(username="bench").first()
+    return user or user_model.objects.create_superuser("bench", "bench@example.com", "bench-pw")
+
+
 def create_tasks(prefix: str, count: int, **fields: Any) -> list[str]:
     from tasks_app.models import Task
 

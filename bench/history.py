@@ -267,7 +267,6 @@ def _child(phase: str, out: Path, quick: bool) -> None:
     import django
 
     django.setup()
-    from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.test import Client
     from django.test.utils import override_settings, setup_test_environment
@@ -277,9 +276,7 @@ def _child(phase: str, out: Path, quick: bool) -> None:
 
     call_command("migrate", "--noinput", verbosity=0)
     setup_test_environment()
-    user_model = get_user_model()
-    if not user_model.objects.filter(username="bench").exists():
-        user_model.objects.create_superuser("bench", "bench@example.com", "bench-pw")
+    user = common.bench_superuser()
     plain_static = {
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
         "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -292,7 +289,7 @@ def _child(phase: str, out: Path, quick: bool) -> None:
     result: dict[str, Any] = {}
     with override_settings(STORAGES=plain_static):
         client = Client()
-        client.force_login(user_model.objects.get(username="bench"))
+        client.force_login(user)
         reuse = os.environ.get("HISTORY_REUSE") == "1" and Run.objects.count() == runs
         result[f"{phase}_load"] = {"reused": True} if reuse else _load(runs)
         if phase == "history":

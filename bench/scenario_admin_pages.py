@@ -24,6 +24,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from bench import common
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_URL = "postgres://root@127.0.0.1:5432/tasks_bench_admin"
 TASKS = 1_000
@@ -69,7 +71,6 @@ def _ensure_database(url: str) -> None:
 
 
 def _seed(reseed: bool) -> dict[str, int]:
-    from django.contrib.auth import get_user_model
     from django.db import connection
     from django.utils import timezone
 
@@ -155,9 +156,7 @@ def _seed(reseed: bool) -> dict[str, int]:
         Run.objects.bulk_create(batch)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE tasks_app_run; ANALYZE tasks_app_task")
-    user_model = get_user_model()
-    if not user_model.objects.filter(username="bench").exists():
-        user_model.objects.create_superuser("bench", "bench@example.com", "bench-pw")
+    common.bench_superuser()
     return {"tasks": Task.objects.count(), "runs": Run.objects.count(), "seeded_now": 1}
 
 

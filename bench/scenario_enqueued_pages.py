@@ -80,7 +80,6 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
 
 
 def _seed(calls: int) -> dict[str, Any]:
-    from django.contrib.auth import get_user_model
     from django.db import connection
     from django.db.models import Count
 
@@ -96,9 +95,7 @@ def _seed(calls: int) -> dict[str, Any]:
     with connection.cursor() as cur:
         cur.execute(SEED_SQL, {"n": calls - REAL_CALLS * len(FUNCTIONS)})
     common.settle_after_bulk_load()
-    user_model = get_user_model()
-    if not user_model.objects.filter(username="bench").exists():
-        user_model.objects.create_superuser("bench", "bench@example.com", "bench-pw")
+    common.bench_superuser()
     return {
         "tasks": Task.objects.count(),
         "runs": Run.objects.count(),

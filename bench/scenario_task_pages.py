@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from bench import common
+
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = 1_000_000
 QUICK_TASKS = 100_000
@@ -281,7 +283,6 @@ SELECT gen_random_uuid(), s.id, 'schedule',
 
 
 def _seed(tasks: int) -> dict[str, Any]:
-    from django.contrib.auth import get_user_model
     from django.db import connection, transaction
     from django.utils import timezone
 
@@ -334,9 +335,7 @@ def _seed(tasks: int) -> dict[str, Any]:
             "VACUUM ANALYZE tasks_app_task, tasks_app_taskstate, tasks_app_run, "
             "django_celery_beat_periodictask"
         )
-    user_model = get_user_model()
-    if not user_model.objects.filter(username="bench").exists():
-        user_model.objects.create_superuser("bench", "bench@example.com", "bench-pw")
+    common.bench_superuser()
     return {
         "tasks": Task.objects.count(),
         "runs": Run.objects.count(),
