@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from .. import store, validation
 from ..models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
-from ..timing import scheduling
-from ..timing.task_schedule import first_fire, schedule_of
+from ..timing import policies, scheduling
+from ..timing.task_schedule import first_fire, policy_of, schedule_of
 
 MAX_PREVIEW = 100
 # The most fires beat counts per read when preparing a busy instant (beat.fire_ahead).
@@ -148,16 +148,20 @@ def _preview(task: Task, *, count: int, now: datetime) -> list[Fire]:
     if task.schedule_type == ScheduleType.ONCE:
         fires = [task.run_at] if task.run_at and task.run_at > now else []
     else:
+        # The schedule's end as beat decides it (policies): end_at, and max_runs less the
+        # fires already recorded (none for a task not saved yet).
+        policy = policy_of(task, fire_count=0 if task._state.adding else None)
+        left = policies.fires_left(policy)
+        count = count if left is None else min(count, left)
         stored = None if task._state.adding else task.state.next_run_at
         start = stored if stored and stored > now else first_fire(task, now=now)
         schedule = schedule_of(task, anchor=start) if start else None
         fires = (
             []
-            if start is None or schedule is None
+            if start is None or schedule is None or count == 0
             else [start, *scheduling.next_fires(schedule, start, count - 1)]
         )
-        if task.end_at:
-            fires = [f for f in fires if f <= task.end_at]
+        fires = [f for f in fires if not policies.past_end(f, policy)]
     return [Fire(utc=f, local=f.astimezone(zone)) for f in fires[:count]]
 
 

@@ -82,6 +82,30 @@ def test_preview_gives_next_fires_in_the_zone_and_in_utc_before_saving() -> None
     assert fires[0].utc == datetime(2026, 3, 30, 7, 30, tzinfo=UTC)
 
 
+def test_preview_stops_where_the_schedule_ends_max_runs_counting_the_fires_recorded() -> None:
+    now = datetime(2026, 3, 27, 12, tzinfo=UTC)
+    unsaved = Task(id="p", action="noop", schedule_type="interval", interval_seconds=60, max_runs=3)
+    assert len(selectors.task_preview(task=unsaved, count=5, now=now)) == 3
+
+    task = services.task_create(
+        id="three-fires", action="noop", schedule_type="interval", interval_seconds=60, max_runs=3
+    )
+    task.state.fire_count = 2  # as beat leaves it after two fires
+    assert len(selectors.task_preview(task=task, count=5, now=now)) == 1
+    task.state.fire_count = 3
+    assert selectors.task_preview(task=task, count=5, now=now) == []
+
+    ending = Task(
+        id="e",
+        action="noop",
+        schedule_type="interval",
+        interval_seconds=60,
+        end_at=now + timedelta(minutes=2, seconds=30),
+    )
+    fires = selectors.task_preview(task=ending, count=5, now=now)
+    assert fires and all(f.utc <= ending.end_at for f in fires) and len(fires) < 5
+
+
 def _task_row_version(task_id: str) -> tuple[object, ...] | None:
     """The task row's ``updated_at`` and ``xmin`` (the transaction that last wrote the row:
     any UPDATE of it changes it, a lock does not)."""
