@@ -94,11 +94,12 @@ def stop_deferred() -> Iterator[None]:
 
 class StockEntry(ModelEntry):
     """A non-owned entry, as django-celery-beat's, whose fire bookkeeping is written without
-    rewriting the row. Stock ``ModelEntry.save`` reads the row, sets the fire's fields and saves
-    every column: an edit committed between that read and that save (a person disabling the
-    entry right after a fire, when beat writes the fire down) was overwritten with the values
-    beat had read, and the entry fired again. Here one ``UPDATE`` sets only those fields (and, as stock's
-    save with ``no_changes``, does not mark the schedule changed), with stock's rule that a disabled entry keeps no ``last_run_at``."""
+    rewriting the row. Stock ``ModelEntry.save`` reads the row, sets the fire's fields and
+    saves every column: an edit committed between that read and that save (a person
+    disabling the entry right after a fire, when beat writes the fire down) was overwritten
+    with the values beat had read, and the entry fired again. Here one ``UPDATE`` sets only
+    those fields (not marking the schedule changed, as stock's save with ``no_changes``),
+    with stock's rule that a disabled entry keeps no ``last_run_at``."""
 
     def save(self) -> None:
         model = self.model

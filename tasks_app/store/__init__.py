@@ -120,9 +120,8 @@ def _enqueued_values(values: dict[str, str]) -> str:
 
 def _default_literal(field: Field[Any, Any]) -> str:
     """``field``'s model default as an SQL constant of its column's type."""
-    if field.has_default() and callable(
-        field.default
-    ):  # a value per row (an id, an instant): the caller binds it
+    per_row = field.has_default() and callable(field.default)  # an id, an instant
+    if per_row:
         raise ValueError(f"Run.{field.name} has a default per row; enqueues must bind it")
     value = field.get_default()
     if value is None:
