@@ -142,12 +142,9 @@ if not DATABASE_URL:
         "DATABASE_URL is not set. `make run` starts an embedded Postgres and sets it; "
         "otherwise point it at Postgres >= 14, e.g. postgres://user:password@host:5432/tasks"
     )
-# The ORM binds parameters client-side and never prepares; the one-statement paths of a
-# run's life (creation, claim, completion: tasks_app.store's named statements) are server-side bound
-# and prepared once per connection, which halves their cost. Django leaves
-# prepare_threshold unset (nothing prepared); 0 here keeps it so, for a connection pooler
-# without prepared-statement support.
-_prepared = {"prepare_threshold": 5} if env_bool("DATABASE_PREPARED_STATEMENTS", True) else {}
+# The app prepares its own statements (tasks_app.store) once per connection; 0 here turns
+# that off (prepare_threshold None), for a connection pooler without prepared statements.
+_prepared = {} if env_bool("DATABASE_PREPARED_STATEMENTS", True) else {"prepare_threshold": None}
 _database = dj_database_url.parse(
     DATABASE_URL,
     conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "600")),
@@ -297,39 +294,12 @@ if POSTGRES_BROKER:
         "pool_size": 2,
         "max_overflow": 4,
     }
-else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"confirm_publish": True}
 CELERY_RESULT_BACKEND = "django-db"
-CELERY_RESULT_EXTENDED = True
-CELERY_TASK_SERIALIZER = "json"
-CELERY_RESULT_SERIALIZER = "json"
-CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_TIMEZONE = "UTC"
-CELERY_ENABLE_UTC = True
-CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Celery's consumer without the request <-> ETA timer entry cycle (tasks_app/worker/consumer.py).
-CELERY_WORKER_CONSUMER = "tasks_app.worker.consumer:Consumer"
-# Celery's Django fixup closes the database connection before and after every task unless
-# this is set: a new Postgres connection (and server process) per run. With it, a worker process
-# keeps its connection like a web process does: tasks_app.tasks checks it before each task
-# (close_old_connections: CONN_MAX_AGE, CONN_HEALTH_CHECKS, errors). Celery would still close
-# it every CELERY_DB_REUSE_MAX tasks; that count is set out of reach, so the connection's age
-# (DATABASE_CONN_MAX_AGE) is what recycles it: a reconnect every few seconds delayed the runs
-# due meanwhile (CHANGELOG.md has the figures).
-CELERY_DB_REUSE_MAX = 10**12
-# A worker that lost its broker connection lets its runs go on and record their outcome: the
-# broker redelivers their messages, and the claim finds each run's executor lock held and
-# ignores them (docs/reliability.md). Cancelling them would only waste their work.
-CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
-# A failed run and a run killed at its hard time limit are acknowledged (their outcome is
-# recorded by the services); a lost worker process's message is requeued (see above).
-CELERY_TASK_ACKS_ON_FAILURE_OR_TIMEOUT = True
-CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Workers wait for the broker however long it is away (Celery's default gives up after 100).
-CELERY_BROKER_CONNECTION_MAX_RETRIES = None
-CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
+# Every other Celery setting the app relies on (prefetch, acknowledgements, confirms, retries,
+# priorities, queue types, the consumer, connection reuse in the worker) is the app's own
+# (tasks_app/celery_defaults.py, tasks_app/worker/startup.py), as in any project.
+if "CELERY_BROKER_CONNECTION_TIMEOUT" in os.environ:
+    CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 2.0)
 CELERY_TASK_DEFAULT_QUEUE = DEPLOYMENT["DEFAULT_QUEUE"]
 # The schedules this project declares in code (`manage.py tasks sync`).
 TASKS_SCHEDULES_MODULE = "project.schedules"
@@ -340,35 +310,12 @@ TASKS_ADMIN_BRANDING = True
 TASKS_DJANGO_TASKS = ["project.example_tasks.*"]
 # The app's own settings (TASKS_*: their types, defaults and meaning are in tasks_app/conf.py
 # and docs/operations.md), each from the environment variable of the same name when it is set.
-_app_env = environ_settings(os.environ)
-globals().update(_app_env)
-CELERY_TASK_QUEUE_MAX_PRIORITY: int | None = 10
-CELERY_TASK_DEFAULT_PRIORITY = 5
-# TASKS_QUEUE_TYPE=quorum (tasks_app/queues.py; docs/operations.md): no x-max-priority, and
-# ETA messages held by RabbitMQ (Celery's native delayed delivery, which needs topic
-# exchanges) instead of by the worker that took them.
-if _app_env.get("TASKS_QUEUE_TYPE") == "quorum":
-    if POSTGRES_BROKER:
-        raise ImproperlyConfigured(
-            "TASKS_QUEUE_TYPE=quorum needs RabbitMQ (an amqp:// CELERY_BROKER_URL); the "
-            "Postgres broker has a single queue type: unset TASKS_QUEUE_TYPE"
-        )
-    CELERY_TASK_QUEUE_MAX_PRIORITY = None
-    CELERY_TASK_DEFAULT_QUEUE_TYPE = "quorum"
-    CELERY_TASK_CREATE_MISSING_QUEUE_TYPE = "quorum"
-    CELERY_TASK_DEFAULT_EXCHANGE_TYPE = "topic"
-    CELERY_TASK_CREATE_MISSING_QUEUE_EXCHANGE_TYPE = "topic"
-    CELERY_BROKER_NATIVE_DELAYED_DELIVERY_QUEUE_TYPE = "quorum"
-# A publish that cannot reach the broker fails fast; the run stays pending and beat
-# releases it again (see tasks_app.dispatch).
-CELERY_TASK_PUBLISH_RETRY_POLICY = {
-    "max_retries": 2,
-    "interval_start": 0,
-    "interval_step": 0.2,
-    "interval_max": 0.5,
-}
-CELERY_BEAT_SCHEDULER = "tasks_app.beat.scheduler:TaskScheduler"
-CELERY_BEAT_MAX_LOOP_INTERVAL = 5
+globals().update(environ_settings(os.environ))
+if POSTGRES_BROKER and globals().get("TASKS_QUEUE_TYPE") == "quorum":
+    raise ImproperlyConfigured(
+        "TASKS_QUEUE_TYPE=quorum needs RabbitMQ (an amqp:// CELERY_BROKER_URL); the "
+        "Postgres broker has a single queue type: unset TASKS_QUEUE_TYPE"
+    )
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # --- E-mail (the `email` action) ------------------------------------------------------------

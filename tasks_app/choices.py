@@ -112,3 +112,5 @@ class Trigger(models.TextChoices):
 
 # Runs asked for explicitly by a person start even while their task is paused.
 EXPLICIT_TRIGGERS = (Trigger.MANUAL, Trigger.API, Trigger.CLI, Trigger.ADMIN, Trigger.RETRY)
+# Runs whose due instant was set, not "as soon as possible" (``Run.timed``).
+TIMED_TRIGGERS = (Trigger.SCHEDULE, Trigger.DELAY, Trigger.AT, Trigger.RETRY)

@@ -43,7 +43,7 @@ def send(runs: list[Run], *, now: datetime) -> list[UUID]:
         return []
     unroutable: list[UUID] = []
     if queues.quorum():
-        delayed = {r.queue_name for r in runs if queues.natively_delayed(_delay(r, now))}
+        delayed = {target(r) for r in runs if queues.natively_delayed(_delay(r, now))}
         try:
             failed_queues = (
                 queues.prepare_delayed_delivery(current_app, delayed) if delayed else set()
@@ -51,8 +51,8 @@ def send(runs: list[Run], *, now: datetime) -> list[UUID]:
         except Exception:  # no broker: every run goes back to pending, as in the publishers
             log.exception("no broker connection; %d runs stay pending", len(runs))
             return [r.id for r in runs]
-        unroutable = [r.id for r in runs if r.queue_name in failed_queues]
-        runs = [r for r in runs if r.queue_name not in failed_queues]
+        unroutable = [r.id for r in runs if target(r) in failed_queues]
+        runs = [r for r in runs if target(r) not in failed_queues]
         if not runs:
             return unroutable
     if len(runs) > 1 and BatchPublisher.supported(current_app):
@@ -62,6 +62,12 @@ def send(runs: list[Run], *, now: datetime) -> list[UUID]:
 
 def _delay(run: Run, now: datetime) -> float:
     return (run.due_at - now).total_seconds()
+
+
+def target(run: Run) -> str:
+    """The queue ``run``'s message goes to: its queue's due lane when its due instant was set
+    (``Run.timed``), else its queue (``tasks_app.queues.lane``)."""
+    return queues.lane(run.queue_name) if run.timed else run.queue_name
 
 
 def _send_one_by_one(runs: list[Run], *, now: datetime) -> list[UUID]:
@@ -239,7 +245,7 @@ class BatchPublisher:
         for Celery's native delayed delivery (quorum queues) still goes through
         ``send_task``, which routes it."""
         # What message_options reads besides the id (the task's time limit by its id).
-        shape = (run.task_id, run.queue, run.priority, bool(run.interruptions), run.due_at)
+        shape = (run.task_id, target(run), run.priority, bool(run.interruptions), run.due_at)
         if frames.copy(shape, str(run.id)):
             return
         options = message_options(run, now=now)
@@ -387,14 +393,14 @@ INTERRUPTED_RUN_PRIORITY = NUMERIC_BOUNDS["priority"].high
 
 
 def message_options(run: Run, *, now: datetime) -> dict[str, object]:
-    """The Celery message for ``run``: its id, ETA, queue, priority (its own or the task's, or
+    """The Celery message for ``run``: its id, ETA, queue (or its due lane), priority (its own or the task's, or
     ``INTERRUPTED_RUN_PRIORITY`` once the run was interrupted) and time limits."""
     task = run.task
     timeout = task.timeout_seconds or app_settings.DEFAULT_TIMEOUT_SECONDS
     options: dict[str, object] = {
         "args": [str(run.id)],
         "task_id": str(run.id),
-        "queue": queues.destination(run.queue_name, delay=_delay(run, now)),
+        "queue": queues.destination(target(run), delay=_delay(run, now)),
         "priority": INTERRUPTED_RUN_PRIORITY if run.interruptions else run.priority_level,
         "soft_time_limit": timeout,
         "time_limit": timeout + HARD_LIMIT_GRACE_SECONDS,

@@ -28,6 +28,7 @@ from .choices import (
     RECURRING,
     RETRYABLE_RUN_STATUSES,
     STATUS_MAX_LENGTH,
+    TIMED_TRIGGERS,
     CatchupPolicy,
     OverlapPolicy,
     RunStatus,
@@ -539,6 +540,13 @@ class Run(StatusGuarded):
     def queue_name(self) -> str:
         """The queue this run is published to: its own, or its task's."""
         return self.queue or self.task.queue
+
+    @property
+    def timed(self) -> bool:
+        """Whether this run's due instant was set (a schedule's fire, a delay, ``at``, a
+        retry's backoff, a call's ``run_after``) rather than "as soon as possible": such a
+        run goes ahead of a backlog of the others (``tasks_app.queues.lane``)."""
+        return self.trigger in TIMED_TRIGGERS or self.due_at > self.created_at
 
     @property
     def priority_level(self) -> int:

@@ -103,8 +103,30 @@ def natively_delayed(delay: float) -> bool:
     return quorum() and delay >= NATIVE_DELAY_MIN_SECONDS
 
 
+# The due lane of queue ``q`` is ``q`` + this: see :func:`lane`.
+LANE_SUFFIX = ".due"
+
+
+def lane(name: str) -> str:
+    """The due lane of queue ``name``: where runs whose due instant was *set* (a schedule's
+    fire, a delay, ``at``, ``run_after``, a retry's backoff) are published, while runs due
+    "as soon as possible" (run now, ``enqueue`` without ``run_after``, backfills) go to
+    ``name`` itself. Every worker consumes a queue's lane beside it
+    (``tasks_app.worker.startup``), and the broker hands a worker's consumers messages in
+    turn, so a due run is delivered after at most one message of a backlog however long the
+    backlog is: on classic and quorum queues alike (quorum queues have no priorities before
+    RabbitMQ 4.0, and four levels after). Lanes stay almost empty: a few due runs at a time.
+    """
+    return name + LANE_SUFFIX
+
+
+def is_lane(name: str) -> bool:
+    return name.endswith(LANE_SUFFIX)
+
+
 def destination(name: str, *, delay: float) -> str | Queue:
-    """The ``queue`` option of a message for queue ``name`` due ``delay`` seconds from now.
+    """The ``queue`` option of a message for queue ``name`` (a queue or its :func:`lane`)
+    due ``delay`` seconds from now.
 
     Under ``quorum``, a message due at least a second ahead goes through Celery's native
     delayed delivery: RabbitMQ holds it (``celery_delayed_*``, whole seconds, so it arrives

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from ..celery_defaults import project_app
 from ..models import Run
 from ..services.django_task import django_task_enqueue, django_task_enqueue_many
 from ..validation import check_run_at, configured_queues
@@ -61,7 +62,9 @@ class CeleryRunBackend(BaseTaskBackend):
     def enqueue(self, task: Any, args: Iterable[Any], kwargs: Mapping[str, Any]) -> Any:
         """A run of ``task`` with these arguments, due at ``run_after`` (or now), published
         when the surrounding transaction commits. ``TypeError`` for arguments that would
-        not survive JSON or do not fit the function's signature; nothing is written then."""
+        not survive JSON or do not fit the function's signature, ``ImproperlyConfigured``
+        when the project's Celery app is not loaded; nothing is written then."""
+        project_app()
         self.validate_task(task)
         args, kwargs = _call(task, args, kwargs)
         try:
@@ -79,6 +82,7 @@ class CeleryRunBackend(BaseTaskBackend):
         and published in one batch when the surrounding transaction commits; their
         ``TaskResult``s in the order of ``calls``. Each call is checked as :meth:`enqueue`
         checks one, all before any is written: one refused call writes none."""
+        project_app()
         self.validate_task(task)
         checked = [_call(task, args, kwargs) for args, kwargs in calls]
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from .. import permissions, store
 from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
 from .errors import ConflictError
+from ..celery_defaults import project_app
 from .run_release import enqueue_on_commit
 
 
@@ -67,7 +68,9 @@ def same_call(run: Run) -> dict[str, Any]:
 def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **extra: Any) -> Run:
     """Store a ``pending`` run, move its task to ``pending`` (unless it is running or paused)
     with the run in its ``next_run_at`` (one statement, ``create_run``), and publish it at
-    commit if it is due within the horizon."""
+    commit if it is due within the horizon. Refused (``ImproperlyConfigured``) before anything
+    is written when the project's Celery app is not loaded."""
+    project_app()
     run = new_run(task, trigger=trigger, due_at=due_at, **extra)
     store.fetch_one("create_run", store.run_params(run))
     run._state.adding, run._state.db = False, "default"

@@ -14,10 +14,12 @@ as a new numbered copy of :func:`schema_sql` in that folder (``manage.py shell -
 migration that applies it (as 0021 does); tests/store/test_schema.py fails until then.
 
 A statement is run server-side bound (psycopg 3) on Django's connection, inside whatever
-transaction is open there, and prepared once per connection when
-``DATABASE_PREPARED_STATEMENTS`` is on (psycopg ignores ``prepare=True`` while the
-connection's ``prepare_threshold`` is ``None``, Django's default): Postgres then plans each
-statement once per connection, not once per run. Errors are Django's (``OperationalError``
+transaction is open there, and prepared once per connection: Postgres then plans each
+statement once per connection, not once per run. psycopg ignores ``prepare=True`` while the
+connection's ``prepare_threshold`` is ``None`` (Django's default), so the store sets one that
+prepares its own statements only, unless the project's ``OPTIONS`` name a
+``prepare_threshold`` (``None`` there: nothing is prepared, e.g. behind a pooler that cannot
+keep prepared statements). Errors are Django's (``OperationalError``
 when the database is away), as for the ORM.
 """
 
@@ -180,10 +182,19 @@ def schema_sql() -> str:
     return SCHEMA_FILE.read_text().replace("{run_transitions}", "\n        ".join(arms))
 
 
+# A connection's prepare_threshold that prepares the statements run with ``prepare=True``
+# (the store's) at their first execution and, in practice, no ORM query (psycopg prepares a
+# query after this many executions; Django's default, None, prepares nothing at all).
+STATEMENTS_ONLY = 2**31 - 1
+
+
 def _cursor(db: Any) -> psycopg.Cursor[Any]:
     db.close_if_health_check_failed()
     db.ensure_connection()
-    return psycopg.Cursor(db.connection)
+    conn = db.connection
+    if conn.prepare_threshold is None and "prepare_threshold" not in db.settings_dict["OPTIONS"]:
+        conn.prepare_threshold = STATEMENTS_ONLY
+    return psycopg.Cursor(conn)
 
 
 def fetch_one(name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:

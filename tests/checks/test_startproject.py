@@ -51,6 +51,15 @@ from django.urls import include, path
 
 urlpatterns = [{app_urls}path("admin/", admin.site.urls)]
 """
+# Celery's Django guide's celery.py, and the package's import of it (docs/install.md, step 4).
+CELERY = """
+from celery import Celery
+
+app = Celery("mysite")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+"""
+CELERY_IMPORT = 'from .celery import app as celery_app\n\n__all__ = ["celery_app"]\n'
 APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -81,10 +90,12 @@ def check(
     database: dict[str, str] = POSTGRES,
     extra: str = FIXED,
     app_urls: bool = True,
+    celery_app: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     site = tmp_path / "mysite"
     site.mkdir()
-    (site / "__init__.py").write_text("")
+    (site / "celery.py").write_text(CELERY)
+    (site / "__init__.py").write_text(CELERY_IMPORT if celery_app else "")
     (site / "settings.py").write_text(SETTINGS.format(apps=apps, database=database, extra=extra))
     (site / "urls.py").write_text(
         URLS.format(app_urls='path("", include("tasks_app.urls")), ' if app_urls else "")
@@ -135,5 +146,25 @@ def test_on_sqlite_check_fails_naming_the_database_setting(tmp_path: Path) -> No
         output
     )
     assert 'HINT: Set DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"' in output
-    # The settings startproject leaves out, each named with its line (warnings).
-    assert "(tasks_app.W001) CELERY_BEAT_SCHEDULER is celery.beat:PersistentScheduler" in output
+    # Beat's scheduler is the app's without a setting: only a project's other choice is named.
+    assert "W001" not in output
+
+
+def test_without_the_celery_app_import_check_fails_naming_the_fix(tmp_path: Path) -> None:
+    # celery.py written, but the project's __init__.py left as startproject made it: every
+    # publish would go through Celery's default app, to another broker.
+    done = check(tmp_path, celery_app=False)
+    output = done.stdout + done.stderr
+
+    assert done.returncode == 1, output
+    assert "(tasks_app.E006) the project's Celery app is not loaded" in output
+    assert "from .celery import app as celery_app" in output
+
+
+def test_a_celery_setting_that_breaks_a_guarantee_is_named(tmp_path: Path) -> None:
+    done = check(tmp_path, extra=FIXED + "CELERY_WORKER_PREFETCH_MULTIPLIER = 4\n")
+    assert "W001" not in done.stdout + done.stderr
+    output = done.stdout + done.stderr
+
+    assert done.returncode == 0, output  # a warning
+    assert "(tasks_app.W004) CELERY_WORKER_PREFETCH_MULTIPLIER is 4, not 1" in output

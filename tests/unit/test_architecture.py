@@ -152,6 +152,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.permissions",
             "tasks_app.tokens",
             "tasks_app.checks",
+            "tasks_app.celery_defaults",
             "tasks_app.observability.health",
             "tasks_app.observability.logs",
             "tasks_app.django_tasks.results",

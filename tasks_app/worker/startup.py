@@ -1,0 +1,65 @@
+"""What a worker process sets up for itself at start, whatever the project's settings say
+(``tasks_app.celery_defaults`` has what every process shares):
+
+- **Its database connection is kept across runs.** Celery's Django fixup closes every
+  connection before and after each task unless ``CELERY_DB_REUSE_MAX`` is set, and Django
+  closes one at each check when ``CONN_MAX_AGE`` is 0 (Django's default): a new Postgres
+  connection (and server process) per run. In a worker the app keeps it instead, for
+  ``WORKER_CONN_MAX_AGE`` seconds, health-checked after idling (``tasks_app.tasks``), unless
+  the project set ``CELERY_DB_REUSE_MAX`` or a ``CONN_MAX_AGE`` of its own.
+- **Due lanes.** A worker consumes, beside each queue it consumes, that queue's due lane
+  (``tasks_app.queues.lane``), where runs whose due instant was set (schedule fires, delays,
+  ``run_after``, retries) are published, so that none waits behind a backlog of runs due "as
+  soon as possible".
+- **Queue declarations checked** before consuming: a queue that exists with another type or
+  other arguments stops the worker with one line (``tasks_app.queues.explain``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery.signals import celeryd_after_setup, worker_init
+from django.conf import settings
+
+from .. import queues
+
+log = logging.getLogger(__name__)
+
+# How long a worker keeps a database connection when the project's CONN_MAX_AGE is 0.
+WORKER_CONN_MAX_AGE = 600
+# Celery's Django fixup closes connections every this many tasks (never, in practice).
+DB_REUSE_MAX = 10**12
+
+
+@worker_init.connect
+def keep_database_connections(sender: Any = None, **_: Any) -> None:
+    """Before the pool forks: connections outlive a run (see the module's docstring)."""
+    for database in settings.DATABASES.values():
+        if database.get("CONN_MAX_AGE", 0) == 0:
+            database["CONN_MAX_AGE"] = WORKER_CONN_MAX_AGE
+            database["CONN_HEALTH_CHECKS"] = True
+    app = getattr(sender, "app", None)
+    if app is None or app.conf.get("CELERY_DB_REUSE_MAX") is not None:
+        return
+    for fixup in getattr(app, "_fixups", ()):
+        worker_fixup = getattr(fixup, "worker_fixup", None)
+        if worker_fixup is not None and not worker_fixup.db_reuse_max:
+            worker_fixup.db_reuse_max = DB_REUSE_MAX
+
+
+@celeryd_after_setup.connect
+def consume_due_lanes(sender: str, instance: Any, **_: Any) -> None:
+    """After ``-Q`` is applied: add each consumed queue's due lane, then check every
+    declaration (on RabbitMQ) so a mismatch stops the worker with one line."""
+    table = instance.app.amqp.queues
+    for name in list(table.consume_from):
+        if not queues.is_lane(name):
+            table.select_add(queues.lane(name))
+    if not str(instance.app.conf.broker_url).startswith(("amqp://", "amqps://", "pyamqp://")):
+        return
+    try:
+        queues.check(instance.app, list(table.consume_from))
+    except queues.QueueMismatch as exc:
+        raise SystemExit(f"worker {sender}: {exc}") from None
