@@ -4,8 +4,8 @@ A project laid out by docs/install.md gives Celery its broker and result backend
 else; what the app's guarantees and speed rest on is applied here, to the project's own
 Celery app, when Django loads the app (``TasksAppConfig.ready``):
 
-- :func:`celery_defaults` become Celery *defaults* (``app.add_defaults``): a project's own
-  ``CELERY_*`` setting still wins, and :func:`check_celery_settings` names one that breaks a
+- :func:`celery_defaults` sit between the project's settings and Celery's own defaults: a
+  project's own ``CELERY_*`` setting still wins, and :func:`check_celery_settings` names one that breaks a
   guarantee (``tasks_app.W004``);
 - the app's queue table (``tasks_app.queues.AMQP``: quorum queue arguments) is given to the
   app unless the project chose another;
@@ -109,11 +109,29 @@ def apply(app: Celery) -> None:
     if getattr(app, "_tasks_app_defaults", False):
         return
     app._tasks_app_defaults = True  # type: ignore[attr-defined]
-    app.add_defaults(celery_defaults)
+    if app.configured:
+        _below_project_settings(app.conf)
+    else:
+        app.on_after_configure.connect(_configured, sender=app, weak=False)
     # Celery builds its queue table once (a cached property): the app's class is given
     # unless the project chose its own or the table is already built.
     if "amqp" not in vars(app) and app.amqp_cls == Celery.amqp_cls:
         app.amqp_cls = AMQP_PATH
+
+
+def _configured(sender: Celery, source: Any, **_: Any) -> None:
+    _below_project_settings(source)
+
+
+def _below_project_settings(conf: Any) -> None:
+    """Layer :func:`celery_defaults` between the project's settings and Celery's defaults.
+
+    (``app.add_defaults`` would put them *above* the project's configuration object: Celery
+    inserts a default layer right after its ``changes`` map, so they would override the
+    project's own ``CELERY_*`` settings.)"""
+    values = celery_defaults()
+    conf.defaults.insert(len(conf.defaults) - 1, values)
+    conf.maps.insert(len(conf.maps) - 1, values)
 
 
 def loaded_app() -> Celery | None:
