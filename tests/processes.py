@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.db import connection
+
+from tests import installed
+from tests.installed import InstalledProject
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every process a test session spawned, so a failing test's report can show their logs.
@@ -57,14 +61,17 @@ def wait_for_beat_after(instant: datetime, *, timeout: float = 30) -> None:
 
 
 def delete_queue(name: str) -> None:
-    """Delete a broker queue a test session created; nothing if it was never declared."""
+    """Delete a broker queue a test session created, and its due lane; nothing for one that
+    was never declared."""
     from project.celery import app
+    from tasks_app.queues import lane
 
-    try:
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_delete(name)
-    except Exception:  # never declared (or the broker is away: nothing left to clean)
-        pass
+    for queue in (name, lane(name)):
+        try:
+            with app.connection_for_write() as conn:
+                conn.default_channel.queue_delete(queue)
+        except Exception:  # never declared (or the broker is away: nothing left to clean)
+            pass
 
 
 def server_url(dbname: str) -> str:
@@ -101,6 +108,36 @@ def process_env(**extra: str) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
+
+
+_installed: InstalledProject | None = None
+
+
+def installed_project() -> InstalledProject:
+    """The session's project laid out by docs/install.md, from the wheel (built on first use)."""
+    global _installed
+    if _installed is None:
+        _installed = installed.build(Path(tempfile.mkdtemp(prefix="installed-project-")))
+    return _installed
+
+
+def celery_process(
+    name: str, args: list[str], log_dir: Path, *, shape: str, env: dict[str, str]
+) -> Proc:
+    """``celery <args>`` of the installed project (``shape="installed"``: its ``shop`` app,
+    from its folder) or of the demo project (``"demo"``), on the session's services."""
+    environment = process_env(**env)
+    if shape == "demo":
+        return spawn(name, [sys.executable, "-m", "celery", "-A", "project", *args], log_dir, environment)
+    project = installed_project()
+    environment.update(
+        project.env(
+            test_database_url(), environment["CELERY_BROKER_URL"], environment["REDIS_URL"]
+        )
+    )
+    environment.update(env)
+    command = [sys.executable, "-m", "celery", "-A", installed.NAME, *args]
+    return spawn(name, command, log_dir, environment, cwd=project.root)
 
 
 @dataclass
@@ -176,14 +213,11 @@ def start_worker(
     concurrency: int = 2,
     pool: str = "prefork",
     hostname: str | None = None,
+    shape: str = "installed",
     **env: str,
 ) -> Proc:
+    """A real worker of the installed project (``shape="demo"``: of the demo project)."""
     args = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "project",
         "worker",
         "-l",
         "info",
@@ -197,20 +231,18 @@ def start_worker(
         "-n",
         hostname or f"test-{time.time_ns()}@%h",
     ]
-    proc = spawn("worker", args, log_dir, process_env(**env))
-    proc.wait_for_log("ready.")
+    proc = celery_process("worker", args, log_dir, shape=shape, env=env)
+    proc.wait_for_log("ready.", timeout=60)
     return proc
 
 
-def start_beat(log_dir: Path, *, scheduler: str | None = None, **env: str) -> Proc:
-    """``celery beat`` with the project's scheduler, or ``scheduler`` (a class path, e.g.
-    stock ``django_celery_beat.schedulers:DatabaseScheduler`` to compare with)."""
+def start_beat(
+    log_dir: Path, *, scheduler: str | None = None, shape: str = "installed", **env: str
+) -> Proc:
+    """``celery beat`` with the app's scheduler, or ``scheduler`` (a class path, e.g.
+    stock ``django_celery_beat.schedulers:DatabaseScheduler`` to compare with), of the
+    installed project (``shape="demo"``: of the demo project)."""
     args = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "project",
         "beat",
         "-l",
         "info",
@@ -218,6 +250,6 @@ def start_beat(log_dir: Path, *, scheduler: str | None = None, **env: str) -> Pr
         str(log_dir / f"beat-{time.time_ns()}.pid"),
         *(["--scheduler", scheduler] if scheduler else []),
     ]
-    proc = spawn("beat", args, log_dir, process_env(**env))
-    proc.wait_for_log("beat: Starting")
+    proc = celery_process("beat", args, log_dir, shape=shape, env=env)
+    proc.wait_for_log("beat: Starting", timeout=60)
     return proc
