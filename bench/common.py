@@ -204,13 +204,13 @@ class Proc:
             return 0.0
 
 
-def spawn(name: str, args: list[str], **env: str) -> Proc:
+def spawn(name: str, args: list[str], *, cwd: Path = ROOT, **env: str) -> Proc:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log_path = LOG_DIR / f"{name}-{time.time_ns()}.log"
     handle = log_path.open("wb")
     popen = subprocess.Popen(
         args,
-        cwd=ROOT,
+        cwd=cwd,
         env={**os.environ, **env},
         stdout=handle,
         stderr=subprocess.STDOUT,
@@ -223,14 +223,34 @@ def celery(app: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", app, *args]
 
 
+_installed: Any = None
+
+
+def installed_project() -> Any:
+    """A project laid out by docs/install.md, from the wheel (``tests.installed``), built
+    once per benchmark run: the shape a team runs, where every figure of ours is measured."""
+    global _installed
+    if _installed is None:
+        from tests import installed
+
+        _installed = installed.build(Path(tempfile.mkdtemp(prefix="bench-installed-")))
+    return _installed
+
+
 def start_worker(
     *,
     app: str = "project",
     queue: str = QUEUE,
     concurrency: int = 2,
     name: str = "bench-worker",
+    shape: str = "demo",
     **env: str,
 ) -> Proc:
+    """A worker of ``app`` (``shape="installed"``: of the installed project, ``app`` unused)."""
+    if shape == "installed":
+        app, cwd, env = _shape(shape, env)
+    else:
+        cwd = ROOT
     proc = spawn(
         name,
         celery(
@@ -252,14 +272,26 @@ def start_worker(
             # Diagnostic instants of every run in the log (bench/probe.py), on demand only.
             *(["--include", "bench.probe"] if os.environ.get("BENCH_PROBE") == "1" else []),
         ),
+        cwd=cwd,
         **env,
     )
     proc.wait_for("ready.", timeout=120)
     return proc
 
 
-def spawn_beat(*, scheduler: str | None = None, name: str = "bench-beat", **env: str) -> Proc:
-    """``celery beat`` with the project's scheduler, or ``scheduler``; not waited for."""
+def _shape(shape: str, env: dict[str, str]) -> tuple[str, Path, dict[str, str]]:
+    """The Celery app, folder and environment of a process of ``shape``."""
+    if shape != "installed":
+        return "project", ROOT, env
+    project = installed_project()
+    services = (os.environ["DATABASE_URL"], os.environ["CELERY_BROKER_URL"], os.environ["REDIS_URL"])
+    return "shop", project.root, {**project.env(*services), **env}
+
+
+def spawn_beat(
+    *, scheduler: str | None = None, name: str = "bench-beat", shape: str = "demo", **env: str
+) -> Proc:
+    """``celery beat`` with the app's scheduler, or ``scheduler``; not waited for."""
     args = [
         "beat",
         "-l",
@@ -271,11 +303,14 @@ def spawn_beat(*, scheduler: str | None = None, name: str = "bench-beat", **env:
     ]
     if scheduler:
         args += ["-S", scheduler]
-    return spawn(name, celery("project", *args), **env)
+    app, cwd, env = _shape(shape, env)
+    return spawn(name, celery(app, *args), cwd=cwd, **env)
 
 
-def start_beat(*, scheduler: str | None = None, name: str = "bench-beat", **env: str) -> Proc:
-    proc = spawn_beat(scheduler=scheduler, name=name, **env)
+def start_beat(
+    *, scheduler: str | None = None, name: str = "bench-beat", shape: str = "demo", **env: str
+) -> Proc:
+    proc = spawn_beat(scheduler=scheduler, name=name, shape=shape, **env)
     proc.wait_for("beat: Starting", timeout=120)
     return proc
 

@@ -118,8 +118,8 @@ def measure_ours(size: dict[str, int]) -> dict[str, Any]:
     insert_s = common.insert_future_runs(size["backlog"], tasks=far_tasks)
     tasks = list(Task.objects.filter(id__in=near_tasks))
     with common.processes() as procs:
-        procs.append(common.start_worker())
-        procs.append(common.start_beat())
+        procs.append(common.start_worker(shape="installed"))
+        procs.append(common.start_beat(shape="installed"))
         time.sleep(3)
         started = time.monotonic()
 

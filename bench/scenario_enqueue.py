@@ -361,7 +361,7 @@ def throughput_ours(n: int) -> dict[str, Any]:
     enqueue_many(noop, [((i,), {}) for i in range(n)])
     ended = Run.objects.filter(status__in=[RunStatus.COMPLETED, RunStatus.FAILED])
     with common.processes() as procs:
-        procs.append(common.start_worker(concurrency=WORKER_PROCESSES))
+        procs.append(common.start_worker(concurrency=WORKER_PROCESSES, shape="installed"))
         common.wait_until(lambda: ended.count() >= n, timeout=600, interval=0.5)
     done = Run.objects.filter(status=RunStatus.COMPLETED)
     completed = done.count()
@@ -448,8 +448,8 @@ def lateness_ours(calls: int, max_delay: float) -> dict[str, Any]:
 
     ended = Run.objects.filter(status__in=[RunStatus.COMPLETED, RunStatus.FAILED])
     with common.processes() as procs:
-        procs.append(common.start_worker(concurrency=WORKER_PROCESSES))
-        procs.append(common.start_beat())
+        procs.append(common.start_worker(concurrency=WORKER_PROCESSES, shape="installed"))
+        procs.append(common.start_beat(shape="installed"))
         pacing.arrive(calls, rate=LATENESS_RATE, max_delay=max_delay, emit=emit)
         common.wait_until(lambda: ended.count() >= calls, timeout=max_delay + 120, interval=0.5)
     done = Run.objects.filter(status=RunStatus.COMPLETED)
