@@ -284,7 +284,11 @@ def _shape(shape: str, env: dict[str, str]) -> tuple[str, Path, dict[str, str]]:
     if shape != "installed":
         return "project", ROOT, env
     project = installed_project()
-    services = (os.environ["DATABASE_URL"], os.environ["CELERY_BROKER_URL"], os.environ["REDIS_URL"])
+    services = (
+        os.environ["DATABASE_URL"],
+        os.environ["CELERY_BROKER_URL"],
+        os.environ["REDIS_URL"],
+    )
     return "shop", project.root, {**project.env(*services), **env}
 
 

@@ -60,8 +60,10 @@ def _drain(*, with_due: bool) -> dict[str, Any]:
                 time.sleep(0.5)
         finished = Run.objects.filter(status=RunStatus.COMPLETED)
         common.wait_until(
-            lambda: finished.filter(id__in=calls).count() == len(calls)
-            and not backlog.exclude(status=RunStatus.COMPLETED).exists(),
+            lambda: (
+                finished.filter(id__in=calls).count() == len(calls)
+                and not backlog.exclude(status=RunStatus.COMPLETED).exists()
+            ),
             timeout=3600,
             interval=1,
         )
@@ -95,9 +97,7 @@ def measure() -> dict[str, Any]:
         "queue_type": os.environ.get("TASKS_QUEUE_TYPE") or "classic",
         "backlog_alone": alone,
         "backlog_with_due_runs": beside,
-        "drain_rate_ratio": common.ratio(
-            beside["backlog_runs_per_s"], alone["backlog_runs_per_s"]
-        ),
+        "drain_rate_ratio": common.ratio(beside["backlog_runs_per_s"], alone["backlog_runs_per_s"]),
     }
 
 

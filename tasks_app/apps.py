@@ -9,9 +9,9 @@ class TasksAppConfig(AppConfig):
     def ready(self) -> None:
         from . import (
             actions,  # noqa: F401  (registers the built-in actions)
+            celery_defaults,
             checks,  # noqa: F401  (registers the system checks: manage.py check)
         )
-        from . import celery_defaults
         from .conf import app_settings
         from .django_tasks import action  # noqa: F401  (registers django_task)
         from .worker import startup  # noqa: F401  (a worker's connections, lanes, queue check)

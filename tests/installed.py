@@ -69,7 +69,19 @@ def build(dest: Path) -> InstalledProject:
     dist, site = dest / "dist", dest / "site"
     run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], cwd=ROOT)
     (wheel,) = dist.glob("*.whl")
-    run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)])
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(wheel),
+        ]
+    )
     run([sys.executable, "-m", "django", "startproject", NAME], cwd=dest)
     root = dest / NAME
     for block in fenced_blocks(DOC):

@@ -128,12 +128,12 @@ def celery_process(
     from its folder) or of the demo project (``"demo"``), on the session's services."""
     environment = process_env(**env)
     if shape == "demo":
-        return spawn(name, [sys.executable, "-m", "celery", "-A", "project", *args], log_dir, environment)
+        return spawn(
+            name, [sys.executable, "-m", "celery", "-A", "project", *args], log_dir, environment
+        )
     project = installed_project()
     environment.update(
-        project.env(
-            test_database_url(), environment["CELERY_BROKER_URL"], environment["REDIS_URL"]
-        )
+        project.env(test_database_url(), environment["CELERY_BROKER_URL"], environment["REDIS_URL"])
     )
     environment.update(env)
     command = [sys.executable, "-m", "celery", "-A", installed.NAME, *args]

@@ -10,9 +10,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from .. import permissions, store
+from ..celery_defaults import project_app
 from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
 from .errors import ConflictError
-from ..celery_defaults import project_app
 from .run_release import enqueue_on_commit
 
 
