@@ -9,9 +9,11 @@ with the setting's name and the line that fixes it, instead of a traceback later
 ``E003``            an app the app needs is missing from ``INSTALLED_APPS``
 ``E004``            a ``TASKS_*`` setting the app does not declare (a typo, most often)
 ``E005``            an ``OPTIONS`` key our task backend does not take
+``E006``            the project's Celery app is not loaded (``tasks_app.celery_defaults``)
 ``W001``            ``CELERY_BEAT_SCHEDULER`` is not the app's scheduler
 ``W002``            ``@task`` functions exist but ``TASKS["default"]`` is not our backend
 ``W003``            the app's URLs are not in ``ROOT_URLCONF``
+``W004``            a ``CELERY_*`` setting breaks a guarantee (``tasks_app.celery_defaults``)
 ==================  =====================================================================
 
 docs/checks.md lists them with their fixes. The scheduler rule (:func:`beat_scheduler_problem`)

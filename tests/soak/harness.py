@@ -26,7 +26,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.processes import ROOT, Proc, spawn
+from tests import installed
+from tests.processes import ROOT, Proc, installed_project, spawn
 from tests.web import free_port
 
 # Process faults run on shared services; service faults only on the harness's own instances.
@@ -126,7 +127,7 @@ class Soak:
             return [py, "-m", "gunicorn", "project.wsgi", "-c", "project/gunicorn.conf.py"]
         if slot.kind == "worker":
             return [
-                *(py, "-m", "celery", "-A", "project", "worker", "-l", "info"),
+                *(py, "-m", "celery", "-A", installed.NAME, "worker", "-l", "info"),
                 *("--without-gossip", "--without-mingle", "--concurrency", str(self.concurrency)),
                 *("-n", f"soak-{slot.name}-{slot.generation}@%h"),
             ]
@@ -136,7 +137,7 @@ class Soak:
             "-m",
             "celery",
             "-A",
-            "project",
+            installed.NAME,
             "beat",
             "-l",
             "info",
@@ -150,7 +151,12 @@ class Soak:
     def start_slot(self, slot: Slot) -> Proc:
         slot.generation += 1
         env = {**self.env, "PORT": str(self.port), "HOST": "127.0.0.1"}
-        proc = spawn(f"{slot.name}-{slot.generation}", self._args(slot), self.log_dir, env)
+        cwd = ROOT
+        if slot.kind != "web":  # workers and beats: the project a team installs
+            project = installed_project()
+            services = (env["DATABASE_URL"], env["CELERY_BROKER_URL"], env["REDIS_URL"])
+            env, cwd = {**env, **project.env(*services)}, project.root
+        proc = spawn(f"{slot.name}-{slot.generation}", self._args(slot), self.log_dir, env, cwd=cwd)
         proc.wait_for_log(self._ready_text(slot), timeout=90)
         slot.proc = proc
         return proc
