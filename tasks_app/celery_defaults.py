@@ -13,16 +13,20 @@ Celery app, when Django loads the app (``TasksAppConfig.ready``):
   loaded at all (``<project>/__init__.py`` does not import it): every publish would go to
   Celery's default app, another broker. :func:`project_app` refuses to publish through it.
 
+The passwords of URLs in Celery's configuration are masked in ``celery report`` and a
+worker's ``inspect conf`` answer (:func:`filter_hidden_settings`).
+
 What only a worker process needs (its database connection kept across runs, the due lanes
 consumed beside the queues) is in ``tasks_app.worker.startup``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from celery import Celery, current_app
+from celery.app import utils as celery_app_utils
 from django.apps import AppConfig
 from django.core import checks
 from django.core.checks import CheckMessage, register
@@ -224,3 +228,42 @@ def _is_subclass(path: Any, base_path: str) -> bool:
     except (ImportError, AttributeError, ValueError):
         return False
     return isinstance(cls, type) and issubclass(cls, base)
+
+
+# --- Passwords masked in what Celery prints -------------------------------------------------
+# Celery masks a setting in ``celery report`` and in a worker's ``inspect conf`` answer (which
+# Flower shows) only when its *name* looks secret (``celery.app.utils.HIDDEN_SETTINGS``) or is
+# exactly ``broker_url``/``*backend*``; a URL with a password can sit in any other setting
+# (a project's ``CELERY_BROKER_TRANSPORT_OPTIONS``, a result backend's). So Celery's filter is
+# wrapped: after it, the password of every URL in the configuration, at any depth, is masked
+# with Celery's own ``sanitize_url``. Celery offers no hook for this; its ``Settings.table``
+# looks the filter up by module name on each call, which is what is replaced here.
+MASK = "********"
+_celery_filter_hidden_settings = celery_app_utils.filter_hidden_settings
+# Celery masks these through a Kombu connection, which cannot parse the URL of every
+# transport (the demo's Postgres broker); sanitize_url masks them alike.
+_BROKER_URL_KEYS = frozenset({"broker_url", "broker_read_url", "broker_write_url"})
+
+
+def _mask_urls(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _mask_urls(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_mask_urls(item) for item in value)
+    if isinstance(value, str) and "://" in value:
+        return celery_app_utils.sanitize_url(value, mask=MASK)
+    return value
+
+
+def filter_hidden_settings(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """Celery's filter (secret-looking names), then every URL's password masked."""
+    filtered = _celery_filter_hidden_settings(
+        {key: value for key, value in conf.items() if key not in _BROKER_URL_KEYS}
+    )
+    return {
+        key: _mask_urls(value if key in _BROKER_URL_KEYS else filtered[key])
+        for key, value in conf.items()
+    }
+
+
+celery_app_utils.filter_hidden_settings = filter_hidden_settings
