@@ -307,7 +307,8 @@ def check_unknown_settings(
         errors.append(
             Error(
                 f"{name} is not a setting of tasks_app; its value is not used.",
-                hint=f"{guess}Remove it, or use a setting listed in docs/operations.md.",
+                hint=f"{guess}Remove it, or use one of the app's settings "
+                "(python -m tasks_app.conf lists them).",
                 id=_id("E004"),
             )
         )

@@ -33,6 +33,21 @@ def outcome_block(outcome: RunOutcome) -> SafeString:
     )
 
 
+def status_block(run: Run, outcome: RunOutcome) -> SafeString:
+    """The run's status on its page, in agreement with its outcome: once its attempts have
+    ended, an earlier attempt (``retrying``, ``interrupted``) shows the outcome and says
+    what it was itself; otherwise its own status."""
+    if outcome.status is None or outcome.latest.pk == run.pk:
+        return badge(run.status)
+    return format_html(
+        "{} <span class='tasks-muted'>(this attempt, {} of {}: {})</span>",
+        badge(outcome.status),
+        run.attempt,
+        len(outcome.attempts),
+        run.status,
+    )
+
+
 def attempts_table(run: Run, outcome: RunOutcome) -> SafeString:
     """Every attempt, first to latest, each linked but the one on this page."""
     rows = format_html_join(

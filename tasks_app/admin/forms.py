@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.core.exceptions import ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.forms.fields import InvalidJSONInput
 
 from .. import actions, permissions, secret_fields, services, validation
 from ..models import Task
+from ..services import django_task_paths
 from ..services.task_rules import validate_task
 from ..services.tasks import schedule_makes_runs
 
@@ -28,6 +29,21 @@ def action_schemas() -> dict[str, dict[str, Any]]:
         a.name: {"description": a.description, "schema": a.schema_for_form()}
         for a in actions.all_actions()
     }
+
+
+def _on_the_form(exc: ValidationError, fields: dict[str, Any]) -> ValidationError:
+    """``exc`` with each error on a field the form does not show (read-only: a task declared
+    in code) moved to the form's own errors, naming the field: the page says it, where
+    Django would raise for an error on a field it does not have."""
+    if not hasattr(exc, "error_dict"):
+        return exc
+    shown: dict[str, list[str]] = {}
+    for name, messages in exc.message_dict.items():
+        if name in fields or name == NON_FIELD_ERRORS:
+            shown.setdefault(name, []).extend(messages)
+        else:
+            shown.setdefault(NON_FIELD_ERRORS, []).extend(f"{name}: {m}" for m in messages)
+    return ValidationError(shown)
 
 
 class ActionField(forms.ChoiceField):
@@ -143,21 +159,19 @@ class TaskForm(forms.ModelForm):
 
     def _post_clean(self) -> None:
         super()._post_clean()  # type: ignore[misc]  # the field rules (Task.full_clean)
+        adding = self.instance._state.adding
         stored = (
-            None
-            if self.instance._state.adding
-            else (self.initial.get("run_at"), self.initial.get("schedule_type", ""))
+            None if adding else (self.initial.get("run_at"), self.initial.get("schedule_type", ""))
         )
+        previous = None if adding else Task.objects.filter(pk=self.instance.pk).first()
+        # A function's own task calls the function code chose, as task_save has it.
+        own = django_task_paths.chosen_in_code(self.instance, previous=previous)
         try:  # the rules that span fields, next to the field each is about
-            validate_task(self.instance, stored=stored)
+            with django_task_paths.own_function_checked(own):
+                validate_task(self.instance, stored=stored)
         except ValidationError as exc:
-            self._update_errors(exc)  # type: ignore[attr-defined]
+            self._update_errors(_on_the_form(exc, self.fields))  # type: ignore[attr-defined]
         if self.user is not None and "schedule_type" not in self.errors:
-            previous = (
-                None
-                if self.instance._state.adding
-                else Task.objects.filter(pk=self.instance.pk).first()
-            )
             if schedule_makes_runs(self.instance, previous=previous):
                 self._check_runs_created("schedule_type")
 

@@ -21,12 +21,13 @@ from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 from django.utils import timezone
 
+from ..cache_keys import cache_key
 from ..models import Run, RunStatus, Task, TaskState, TaskStatus
 from ..observability import health
 
 CHART_MINUTES = 60
 LIST_LIMIT = 20
-HEALTH_CACHE_KEY = "tasks:overview:health"
+HEALTH_CACHED = "overview:health"  # under cache_keys.cache_key
 HEALTH_CACHE_SECONDS = 10
 SLOW_CHECKS = frozenset({"workers"})
 # Statuses drawn in the runs-per-minute chart, bottom to top.
@@ -221,7 +222,7 @@ def alarm_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
 def health_cached() -> dict[str, dict[str, Any]] | None:
     """The last health result if still fresh; ``None`` means the page fetches it itself."""
     try:
-        cached = cache.get(HEALTH_CACHE_KEY)
+        cached = cache.get(cache_key(HEALTH_CACHED))
     except Exception:  # the cache is down: let the page ask, the cache check will say so
         return None
     return dict(cached) if cached else None
@@ -242,14 +243,14 @@ def health_get(*, quick: bool = False) -> dict[str, dict[str, Any]]:
             if name not in SLOW_CHECKS
         }
     try:
-        cached = cache.get(HEALTH_CACHE_KEY)
+        cached = cache.get(cache_key(HEALTH_CACHED))
     except Exception:  # the cache itself is down: check uncached, the cache check says so
         cached = None
     if cached:
         return dict(cached)
     result = {name: _health_row(name, check) for name, check in health.check_all().items()}
     try:
-        cache.set(HEALTH_CACHE_KEY, result, HEALTH_CACHE_SECONDS)
+        cache.set(cache_key(HEALTH_CACHED), result, HEALTH_CACHE_SECONDS)
     except Exception:  # noqa: S110 - reported by the cache check itself
         pass
     return result

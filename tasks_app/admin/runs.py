@@ -69,7 +69,7 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
     fields = (
         "id",
         "task_link",
-        "status_badge",
+        "run_status",
         "outcome",
         "trigger",
         "call",
@@ -177,6 +177,10 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
             run.task_id,
             run.task_id,
         )
+
+    @admin.display(description="status")
+    def run_status(self, run: Run) -> SafeString:
+        return attempts_view.status_block(run, self.run_outcome(run))
 
     @admin.display(description="outcome")
     def outcome(self, run: Run) -> SafeString:

@@ -26,6 +26,8 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
 
+from ..cache_keys import cache_key
+
 log = logging.getLogger(__name__)
 
 # KEYS[1]: the client's sorted set of accepted requests (score: milliseconds).
@@ -60,6 +62,12 @@ class AtomicRateThrottle(SimpleRateThrottle):
     """A sliding-window limit decided in one Redis script (see the module docstring)."""
 
     _wait_ms: int = 0
+
+    @property  # type: ignore[override]
+    def cache_format(self) -> str:
+        """DRF's key, under this database's namespace (``cache_keys``): two projects on
+        one cache count their users' requests apart (user ids repeat between projects)."""
+        return cache_key("throttle:%(scope)s:%(ident)s")
 
     def get_rate(self) -> str | None:
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)  # type: ignore[no-any-return]

@@ -90,6 +90,19 @@ ACTION = "django_task"
 _TASK_ID = re.compile(TASK_ID_PATTERN)
 
 
+def function_task_fields(path: str) -> dict[str, Any]:
+    """The fields of the task of the ``@task`` function at ``path`` however it is made (its
+    first enqueue, or ``function_policy`` in code): its name, description, action and
+    payload (the function, no arguments: each run brings its own). A declaration's own
+    keywords come on top; one that names no description keeps this one."""
+    return {
+        "name": path[:200],
+        "description": "Runs of the @task function, one per call enqueued from code.",
+        "action": ACTION,
+        "payload": {"task": path},
+    }
+
+
 def function_task_id(path: str) -> str:
     """The id of the task of the ``@task`` function at ``path`` (its enqueues are its
     runs): the path itself when it makes a task id, else its first characters and a digest

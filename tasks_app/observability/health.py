@@ -32,16 +32,18 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from ..cache_keys import cache_key
 from ..checks import beat_scheduler_problem
 from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 
-BEAT_TICK_KEY = "tasks:health:beat-tick"
-CACHE_PROBE_KEY = "tasks:health:probe"
+# The app's names in the cache (``cache_keys.cache_key``: under this database's namespace).
+BEAT_TICK = "health:beat-tick"
+CACHE_PROBE = "health:probe"
 BROKER_TIMEOUT_SECONDS = 2.0
-WORKER_HEARTBEAT_KEY = "tasks:health:worker:{}"
-WORKER_NAMES_KEY = "tasks:health:workers"
+WORKER_HEARTBEAT = "health:worker:{}"
+WORKER_NAMES = "health:workers"
 WORKER_HEARTBEAT_SECONDS = 5.0
 PUBLIC_ERROR = "unreachable or misconfigured (details for staff)"
 
@@ -67,13 +69,13 @@ def record_beat_tick(now: datetime) -> None:
     """Store beat's heartbeat (the instant of its latest tick). Never raises: a cache outage
     must not stop beat from firing schedules."""
     try:
-        cache.set(BEAT_TICK_KEY, now.isoformat(), timeout=None)
+        cache.set(cache_key(BEAT_TICK), now.isoformat(), timeout=None)
     except Exception:  # the cache is optional for beat's real work
         log.warning("could not record the beat heartbeat in the cache", exc_info=True)
 
 
 def last_beat_tick() -> datetime | None:
-    value = cache.get(BEAT_TICK_KEY)
+    value = cache.get(cache_key(BEAT_TICK))
     return parse_datetime(value) if isinstance(value, str) else None
 
 
@@ -81,22 +83,22 @@ def record_worker_heartbeat(hostname: str, now: datetime) -> None:
     """Store a worker's heartbeat; it expires after three periods. Never raises."""
     try:
         cache.set(
-            WORKER_HEARTBEAT_KEY.format(hostname),
+            cache_key(WORKER_HEARTBEAT.format(hostname)),
             now.isoformat(),
             timeout=3 * WORKER_HEARTBEAT_SECONDS,
         )
-        names = cache.get(WORKER_NAMES_KEY) or []
+        names = cache.get(cache_key(WORKER_NAMES)) or []
         if hostname not in names:  # the cache cannot list keys: keep the names apart
-            cache.set(WORKER_NAMES_KEY, sorted({*names, hostname})[-1000:], timeout=None)
+            cache.set(cache_key(WORKER_NAMES), sorted({*names, hostname})[-1000:], timeout=None)
     except Exception:  # the cache is optional for a worker's real work
         log.warning("could not record the worker heartbeat in the cache", exc_info=True)
 
 
 def live_workers() -> list[str]:
     """Hostnames of the workers whose heartbeat has not expired."""
-    names = cache.get(WORKER_NAMES_KEY) or []
-    found = cache.get_many([WORKER_HEARTBEAT_KEY.format(name) for name in names])
-    return [name for name in names if WORKER_HEARTBEAT_KEY.format(name) in found]
+    names = cache.get(cache_key(WORKER_NAMES)) or []
+    found = cache.get_many([cache_key(WORKER_HEARTBEAT.format(name)) for name in names])
+    return [name for name in names if cache_key(WORKER_HEARTBEAT.format(name)) in found]
 
 
 @worker_ready.connect
@@ -114,7 +116,7 @@ def start_worker_heartbeat(sender: Any = None, **_: Any) -> None:
     def stop(**_: Any) -> None:
         stopped.set()
         try:
-            cache.delete(WORKER_HEARTBEAT_KEY.format(hostname))
+            cache.delete(cache_key(WORKER_HEARTBEAT.format(hostname)))
         except Exception:  # expires by itself
             log.warning("could not remove the worker heartbeat", exc_info=True)
 
@@ -176,7 +178,7 @@ def check_cache() -> Check:
         # A key of its own per probe: two web processes probing at once on one shared key
         # read each other's token and reported a healthy cache as down (bench/hammer.py).
         token = f"{os.getpid()}-{time.time_ns()}"
-        key = f"{CACHE_PROBE_KEY}:{token}"
+        key = cache_key(f"{CACHE_PROBE}:{token}")
         cache.set(key, token, timeout=30)
         try:
             if cache.get(key) != token:

@@ -15,8 +15,9 @@ each see a slice. Instead every figure is read at scrape time from the shared st
 - ``tasks_beat_last_heartbeat_timestamp_seconds``: beat's last tick, from
   ``tasks_app.observability.health.last_beat_tick`` (beat writes it every tick);
   ``tasks_beat_tick_duration_seconds``: how long that tick took, written by beat through
-  :func:`beat_tick_record` (cache key ``tasks:beat:tick``); ``tasks_cache_up``: 1, or 0
-  when the cache could not be reached (the scrape still answers 200, those two unknown).
+  :func:`beat_tick_record` (cache key ``tasks:<digest>:beat:tick``, ``tasks_app.cache_keys``);
+  ``tasks_cache_up``: 1, or 0 when the cache could not be reached (the scrape still answers
+  200, those two unknown).
 - ``tasks_tasks{status}``, ``tasks_paused``, ``tasks_alarms``.
 
 Access: a request carrying ``Authorization: Bearer <TASKS_METRICS_TOKEN>`` (when that setting
@@ -47,6 +48,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from .. import selectors, services
+from ..cache_keys import cache_key
 from ..client_address import client_ip
 from ..conf import app_settings, default_queue
 from ..models import Run, RunStatus, TaskState, TaskStatus, run_queue
@@ -54,7 +56,8 @@ from . import health
 
 log = logging.getLogger(__name__)
 
-BEAT_TICK_KEY = "tasks:beat:tick"
+# How long beat's last tick took, in the cache (``cache_keys.cache_key``).
+BEAT_TICK_DURATION = "beat:tick"
 # Start lateness buckets, in seconds.
 LATENESS_BUCKETS = (
     0.005,
@@ -84,14 +87,14 @@ def beat_tick_record(*, duration_seconds: float) -> None:
     Never raises (a cache outage must not stop beat).
     """
     try:
-        cache.set(BEAT_TICK_KEY, duration_seconds, None)
+        cache.set(cache_key(BEAT_TICK_DURATION), duration_seconds, None)
     except Exception:
         log.warning("could not record the beat heartbeat", exc_info=True)
 
 
 def beat_tick_duration_get() -> float | None:
     """How long beat's last tick took, in seconds, or ``None`` if never recorded."""
-    value = cache.get(BEAT_TICK_KEY)
+    value = cache.get(cache_key(BEAT_TICK_DURATION))
     return float(value) if isinstance(value, (int, float)) else None
 
 

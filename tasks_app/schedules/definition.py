@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..django_tasks.framework import ACTION, function_task_id
+from ..django_tasks.framework import function_task_fields, function_task_id
 
 
 @dataclass(frozen=True, init=False)
@@ -24,8 +24,13 @@ def function_policy(function: Any, /, **fields: Any) -> Schedule:
     """The task of the ``@task`` ``function`` (or its dotted path), the one its enqueues
     run under, with these policies (``max_retries``, ``retry_backoff_seconds``,
     ``timeout_seconds``, ``expires_after_seconds``, ``overlap_policy``, ``queue``,
-    ``priority``, ``pause_after_failures``, ...). Declared, it is read-only elsewhere; chosen
-    in code, the function needs no ``TASKS_DJANGO_TASKS`` entry."""
+    ``priority``, ``pause_after_failures``, ...). Its name and description are those its
+    enqueues give it, unless given here: taking its task over changes only what is declared.
+    Declared, it is read-only elsewhere; chosen in code, the function needs no
+    ``TASKS_DJANGO_TASKS`` entry."""
     path = function if isinstance(function, str) else function.module_path
-    fields.setdefault("name", path[:200])
-    return Schedule(function_task_id(path), action=ACTION, payload={"task": path}, **fields)
+    named = function_task_fields(path)
+    fixed = sorted({"action", "payload"} & fields.keys())
+    if fixed:
+        raise TypeError(f"function_policy() sets the function's {' and '.join(fixed)} itself")
+    return Schedule(function_task_id(path), **{**named, **fields})

@@ -33,6 +33,7 @@ from django_celery_beat.models import PeriodicTasks
 
 from ..conf import app_settings
 from ..models import Task
+from ..services import django_task_paths
 from ..services.audit import audit, plain
 from ..services.task_rules import validate_task
 from ..services.tasks import TASK_FIELDS, task_delete, task_pause, task_save
@@ -282,8 +283,11 @@ def _desired_task(schedule: Schedule, module: str, current: Task | None) -> Task
     except ValidationError as exc:
         for name, messages in _message_dict(exc).items():
             errors.setdefault(name, messages)
-    try:
-        validate_task(task, stored=stored)
+    try:  # its own @task function (``function_policy``) is chosen in code, as task_save has it
+        with django_task_paths.own_function_checked(
+            django_task_paths.chosen_in_code(task, previous=current, declared=True)
+        ):
+            validate_task(task, stored=stored)
     except ValidationError as exc:
         for name, messages in _message_dict(exc).items():
             errors.setdefault(name, messages)

@@ -17,7 +17,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from .. import store, validation
-from ..django_tasks.framework import ACTION, function_task_id
+from ..django_tasks.framework import ACTION, function_task_fields, function_task_id
 from ..models import Run, RunStatus, Task, Trigger
 from .django_task_paths import ENQUEUED_BY
 from .errors import ConflictError
@@ -34,14 +34,7 @@ def function_task_create(path: str, *, by: str = ENQUEUED_BY) -> Task:
     task_id = function_task_id(path)
     try:
         with transaction.atomic():
-            return task_create(
-                id=task_id,
-                by=by,
-                name=path[:200],
-                description="Runs of the @task function, one per call enqueued from code.",
-                action=ACTION,
-                payload={"task": path},
-            )
+            return task_create(id=task_id, by=by, **function_task_fields(path))
     except ConflictError:
         found = Task.objects.filter(pk=task_id).first()
         if found is None or found.action != ACTION or found.payload.get("task") != path:

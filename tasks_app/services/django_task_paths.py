@@ -22,10 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 from ..actions.allowlist import matches, unmatched
 from ..conf import app_settings
 from ..django_tasks.framework import function_task_id
+
+if TYPE_CHECKING:
+    from ..models import Task
 
 SETTING = "TASKS_DJANGO_TASKS"
 # Who the audit trail names as the creator of the tasks enqueues write
@@ -41,6 +45,21 @@ def own_function(task_id: str, payload: object) -> bool:
     (:func:`function_task_id`): its own function, which code chose, not a person."""
     path = payload.get("task") if isinstance(payload, dict) else None
     return isinstance(path, str) and function_task_id(path) == task_id
+
+
+def chosen_in_code(
+    task: Task, *, previous: Task | None, by: object = "", declared: bool = False
+) -> bool:
+    """Whether ``task`` calls its own ``@task`` function as code chose it, so that the
+    function is not held to the setting: the task is made by an enqueue (``by``
+    :data:`ENQUEUED_BY`), declared in code (``declared``: ``function_policy``, written or
+    planned by ``tasks sync``), or was already the function's own (``previous``). The one
+    statement of the rule: ``task_save`` and the sync's plan both ask it."""
+    return own_function(task.pk, task.payload) and (
+        by == ENQUEUED_BY
+        or declared
+        or (previous is not None and own_function(previous.pk, previous.payload))
+    )
 
 
 @contextmanager

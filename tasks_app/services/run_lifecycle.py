@@ -74,6 +74,12 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
     )
     try:
         action = actions.get(task.action)
+    except KeyError:
+        # Saved after this worker started (the web knew it, this process does not): a
+        # retry may land on a worker that was restarted since.
+        error = unregistered_action_error(task.action)
+        return _persist(lambda: run_fail(run=run, error=error, retryable=True, executor=True))
+    try:
         outcome = action.func(dict(run.call_payload), ctx)
     except SoftTimeLimitExceeded:
         error = timed_out_error(task)
@@ -88,6 +94,14 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
     else:
         output, result = ("" if outcome is None else str(outcome)), None
     return _persist(lambda: run_complete(run=run, output=output, result=result))
+
+
+def unregistered_action_error(name: str) -> str:
+    """A run's error when its task names an action this worker does not know."""
+    return (
+        f"action {name!r} is not registered in this worker: restart the workers after "
+        "deploying the code that registers it"
+    )
 
 
 def run_claim(*, run_id: str, worker: str) -> Run | None:

@@ -172,10 +172,8 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         check_not_declared(previous)
     # A function's own task, made by code (an enqueue, a declaration) or already its own:
     # its function was chosen in code, not by whoever saves it now.
-    own = django_task_paths.own_function(task.pk, task.payload) and (
-        by == django_task_paths.ENQUEUED_BY
-        or owner is not None
-        or (previous is not None and django_task_paths.own_function(previous.pk, previous.payload))
+    own = django_task_paths.chosen_in_code(
+        task, previous=previous, by=by, declared=owner is not None
     )
     by = permissions.authorize(
         by,
@@ -375,9 +373,7 @@ def run_payload(task: Task, payload: Any) -> dict[str, Any]:
     candidate.payload = secret_fields.payload_merged(
         task.action, payload, stored_action=task.action, stored=task.payload
     )
-    own = django_task_paths.own_function(task.pk, payload) and django_task_paths.own_function(
-        task.pk, task.payload
-    )
+    own = django_task_paths.chosen_in_code(candidate, previous=task)
     with django_task_paths.own_function_checked(own):
         errors = validation.storable_errors(candidate)
         if not errors:

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.admin import overview
+from tasks_app.cache_keys import cache_key
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus
 from tests.stored_rows import state_set
 
@@ -74,7 +75,7 @@ def test_counts_percentiles_and_lists(operator) -> None:
 def test_health_endpoint_reports_each_component_and_the_page_shows_it(operator) -> None:
     from django.core.cache import cache
 
-    cache.delete(overview.HEALTH_CACHE_KEY)
+    cache.delete(cache_key(overview.HEALTH_CACHED))
     cold = operator.get(reverse(URL)).content.decode()
     assert 'data-state="loading"' in cold  # the page does not wait for worker pings...
     assert "<th>database</th>" in cold and "<th>beat</th>" in cold  # ...but shows the rest
@@ -121,7 +122,7 @@ def test_beat_health_reads_as_words_with_the_tick_to_the_second() -> None:
 
     tick = timezone.now() - timedelta(seconds=2)
     health.record_beat_tick(tick)
-    cache.delete(overview.HEALTH_CACHE_KEY)
+    cache.delete(cache_key(overview.HEALTH_CACHED))
     beat = overview.health_get(quick=True)["beat"]
     assert beat["ok"]
     assert beat["detail"].startswith(f"last tick {tick:%Y-%m-%d %H:%M:%S} UTC, 2.")

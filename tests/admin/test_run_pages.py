@@ -203,7 +203,7 @@ def test_a_run_that_ends_while_its_page_is_read_shows_as_it_ended(operator, monk
 
     monkeypatch.setattr(run_pages.selectors, "run_outcome", completed_in_between)
     page = operator.get(reverse("admin:tasks_app_run_change", args=[run.pk])).content.decode()
-    status = page.split("field-status_badge", 1)[1].split("field-outcome", 1)[0]
+    status = page.split("field-run_status", 1)[1].split("field-outcome", 1)[0]
     assert "tasks-completed" in status and "tasks-pending" not in status
     assert 'id="btn-cancel"' not in page and 'id="btn-retry"' not in page
 
@@ -217,3 +217,24 @@ def test_a_run_with_its_own_payload_shows_it_masked_and_its_queue_and_priority(o
     plain = services.task_execute(task=task)
     page = operator.get(reverse("admin:tasks_app_run_change", args=[plain.pk])).content.decode()
     assert "the task&#x27;s" in page and "just this once" not in page
+
+
+def test_an_attempt_retried_to_completion_shows_the_status_its_outcome_has(operator) -> None:
+    """The first attempt's page, once its third completed: "completed", not "retrying"
+    above "completed on attempt 3 of 3"."""
+    from tests.run_chains import complete, fail, flaky_task
+
+    task = flaky_task("retried-page", max_retries=2)
+    first = services.task_execute(task=task)
+    third = fail(fail(first, "RuntimeError: disk full"), "RuntimeError: disk full")
+    complete(third)
+    page = operator.get(reverse("admin:tasks_app_run_change", args=[first.pk])).content.decode()
+    status = page.split("<label>Status:</label>", 1)[1].split("<label>Outcome:</label>", 1)[0]
+    outcome = page.split("<label>Outcome:</label>", 1)[1].split("<label>Trigger:</label>", 1)[0]
+    assert "tasks-completed" in outcome and "attempt 3</a> of 3" in outcome
+    assert "tasks-completed" in status and "tasks-retrying" not in status
+    assert "this attempt, 1 of 3: retrying" in status  # what the attempt itself was
+    last = operator.get(reverse("admin:tasks_app_run_change", args=[third.pk])).content.decode()
+    assert (
+        "this attempt" not in last.split("<label>Status:</label>", 1)[1].split("<label>Outcome")[0]
+    )

@@ -11,6 +11,9 @@ from django.urls import reverse
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, TaskAuditEntry, TaskStatus, Trigger
+from tasks_app.schedules.sync import schedules_sync
+from tests.django_tasks import functions
+from tests.shared import form as task_form
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
@@ -253,3 +256,42 @@ def test_duplicate_copies_the_task_and_holds_a_recurring_copy_paused(operator) -
     assert copy.paused and "Duplicate of report" in copy.state.pause_note
     operator.post(reverse("admin:tasks_app_task_duplicate", args=[task.pk]))
     assert Task.objects.filter(pk="report-copy-2").exists()
+
+
+def test_a_functions_task_saves_from_its_page_or_says_why(operator, settings) -> None:
+    """The task of a @task function, made by its first enqueue, in a project that lets
+    people choose no function (``TASKS_DJANGO_TASKS`` empty): its page saves a new
+    description and retries, and a refused value is an error on the form, never a 500."""
+    settings.TASKS_DJANGO_TASKS = []
+    functions.add.enqueue(1, 2)
+    task = Task.objects.get(pk="tests.django_tasks.functions.add")
+    url = change_url(task)
+    assert operator.get(url).status_code == 200
+    fields = task_form(
+        id=task.pk,
+        name=task.name,
+        action="django_task",
+        payload='{"task": "tests.django_tasks.functions.add"}',
+        description="Adds two numbers.",
+        max_retries="3",
+    )
+    saved = operator.post(url, fields)
+    assert saved.status_code == 302, saved.context["adminform"].form.errors
+    task.refresh_from_db()
+    assert (task.description, task.max_retries) == ("Adds two numbers.", 3)
+    refused = operator.post(url, {**fields, "max_retries": "-1"})
+    assert refused.status_code == 200
+    assert "max_retries" in refused.context["adminform"].form.errors
+
+
+def test_a_declared_functions_task_page_answers_a_post(operator, settings) -> None:
+    """Declared in code (``function_policy``), its definition is read-only on the page: a
+    POST says nothing was changed instead of answering 500."""
+    settings.TASKS_DJANGO_TASKS = []
+    schedules_sync("tests.django_tasks.schedules")
+    task = Task.objects.get(pk="tests.django_tasks.functions.flaky")
+    response = operator.post(change_url(task), {"description": "changed here"}, follow=True)
+    assert response.status_code == 200
+    assert "Nothing was changed: task" in response.content.decode()
+    task.refresh_from_db()
+    assert task.description != "changed here"

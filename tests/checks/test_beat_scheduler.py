@@ -14,6 +14,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from tasks_app.beat.scheduler import TaskScheduler
+from tasks_app.cache_keys import cache_key
 from tasks_app.checks import check_beat_scheduler, warn_on_foreign_scheduler
 from tasks_app.observability import health
 
@@ -87,13 +88,13 @@ def test_beat_started_with_another_scheduler_logs_a_warning_naming_the_setting(
 @pytest.fixture
 def beat_silent() -> Iterator[None]:
     """Beat's heartbeat a minute old (this session's own cache), as when beat is down."""
-    before = cache.get(health.BEAT_TICK_KEY)
+    before = cache.get(cache_key(health.BEAT_TICK))
     health.record_beat_tick(timezone.now() - timedelta(minutes=1))
     yield
     if before is None:
-        cache.delete(health.BEAT_TICK_KEY)
+        cache.delete(cache_key(health.BEAT_TICK))
     else:
-        cache.set(health.BEAT_TICK_KEY, before, timeout=None)
+        cache.set(cache_key(health.BEAT_TICK), before, timeout=None)
 
 
 def test_health_names_the_setting_as_the_likely_cause_of_beat_down(beat_silent: None) -> None:

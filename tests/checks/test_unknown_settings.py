@@ -17,6 +17,9 @@ def test_an_undeclared_setting_is_an_error_naming_it_and_the_nearest_known_one()
     assert typo.msg == "TASKS_STAL_SECONDS is not a setting of tasks_app; its value is not used."
     assert str(typo.hint).startswith("Did you mean TASKS_STALL_SECONDS? Remove it")
     assert not str(errors["TASKS_COLOUR"].hint).startswith("Did you mean")
+    # Where the settings are listed, found from an installed wheel (which has no docs/).
+    assert "python -m tasks_app.conf lists them" in str(typo.hint)
+    assert ".md" not in str(typo.hint)
 
 
 def test_the_demo_projects_settings_pass() -> None:

@@ -529,3 +529,29 @@ def test_beat_fires_the_tasks_a_sync_wrote_at_their_instants(declare: Declare) -
     assert paris.state.next_run_at == due + timedelta(days=1) or (
         paris.state.next_run_at - due
     ) in (timedelta(hours=23), timedelta(hours=25))  # a change of daylight saving time between
+
+
+def test_a_functions_policy_syncs_without_the_function_in_tasks_django_tasks(
+    settings: object, declare: Declare
+) -> None:
+    """``function_policy`` chooses the function in code, as its enqueues do: the allow-list
+    of functions people may choose is not asked (docs/django-tasks.md)."""
+    settings.TASKS_DJANGO_TASKS = []  # type: ignore[attr-defined]
+    settings.TASKS_SCHEDULES_MODULE = "tests.django_tasks.schedules"  # type: ignore[attr-defined]
+    code, out, err = sync()
+    assert code == 0, err
+    task = Task.objects.get(pk="tests.django_tasks.functions.flaky")
+    assert (task.max_retries, task.declared_in) == (2, "tests.django_tasks.schedules")
+    # A task of another id that names a function is a person's choice: held to the setting.
+    declare(
+        """
+        Schedule(
+            "calls-add",
+            action="django_task",
+            payload={"task": "tests.django_tasks.functions.add"},
+        ),
+        """
+    )
+    code, out, err = sync()
+    assert code == 1 and "TASKS_DJANGO_TASKS" in err
+    assert not Task.objects.filter(pk="calls-add").exists()

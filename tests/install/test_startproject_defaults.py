@@ -18,6 +18,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.models import Task
 from tasks_app.tokens import token_create
+from tests.shared import form
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +81,19 @@ def test_without_the_apps_urls_the_projects_admin_keeps_working() -> None:
     assert listed.status_code == 200
     assert re.search(rb"tasks_app/admin\.(\w+\.)?css", listed.content)  # the app's look
     assert b'id="api-docs-link"' not in listed.content  # no route to link to
+
+
+@override_settings(ROOT_URLCONF="tests.install.urls_without_app")
+def test_without_the_apps_urls_the_task_and_run_pages_answer_and_save() -> None:
+    task = services.task_create(id="no-include", action="noop")
+    run = services.task_execute(task=task)
+    client = Client()
+    client.force_login(User.objects.create_superuser("admin-user", password="not-used-here"))
+    url = f"/admin/tasks_app/task/{task.pk}/change/"
+    page = client.get(url)
+    assert page.status_code == 200
+    assert b"Overview</a>" not in page.content  # no route to link to
+    saved = client.post(url, form(id=task.pk, action="noop", payload="{}", name="renamed"))
+    assert saved.status_code == 302, saved.context["adminform"].form.errors
+    assert Task.objects.get(pk=task.pk).name == "renamed"
+    assert client.get(f"/admin/tasks_app/run/{run.pk}/change/").status_code == 200

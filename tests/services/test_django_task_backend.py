@@ -272,6 +272,17 @@ def test_a_policy_declared_in_code_takes_over_the_functions_task_and_is_read_onl
         services.task_update(task=task, data={"max_retries": 5})
 
 
+def test_taking_over_a_functions_task_keeps_its_name_and_description() -> None:
+    functions.flaky.enqueue(1)
+    made = Task.objects.get(pk="tests.django_tasks.functions.flaky")
+    assert made.description  # what its enqueue wrote
+    plan = schedules_sync("tests.django_tasks.schedules")
+    (change,) = plan.changes
+    assert set(change.fields) == {"max_retries", "retry_backoff_seconds"}  # only the policies
+    task = Task.objects.get(pk=made.pk)
+    assert (task.name, task.description) == (made.name, made.description)
+
+
 def test_enqueue_many_writes_a_batch_of_runs_of_the_functions_task(signals: list) -> None:
     results = enqueue_many(functions.add, [((i, 1), {}) for i in range(500)])
     assert [r.args for r in results] == [[i, 1] for i in range(500)]

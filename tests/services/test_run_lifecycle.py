@@ -2,12 +2,15 @@
 claim (and every reason it may refuse), completion, failure with and without retries, and
 cancel. The message's side is covered end to end in tests/e2e and tests/faults."""
 
+from collections.abc import Iterator
 from datetime import UTC, timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
 
-from tasks_app import services, store
+from tasks_app import actions, services, store
+from tasks_app.actions import base as actions_base
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
 from tests.shared import queued_run
 from tests.stored_rows import run_set
@@ -229,3 +232,34 @@ def test_the_claim_commits_asynchronously_and_the_completion_durably() -> None:
     assert run is not None and synchronous_commit() == "on"
     services.run_complete(run=run)
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
+
+
+@pytest.fixture
+def action_registry() -> Iterator[dict[str, actions.Action]]:
+    """The registry of actions, restored after the test (which may unregister some)."""
+    saved = dict(actions_base._REGISTRY)
+    yield actions_base._REGISTRY
+    actions_base._REGISTRY.clear()
+    actions_base._REGISTRY.update(saved)
+
+
+def test_a_run_of_an_action_this_worker_does_not_know_fails_saying_so(
+    action_registry: dict[str, actions.Action],
+) -> None:
+    """A worker started before the action existed: the run fails with what to do, not a
+    bare ``KeyError``."""
+
+    @actions.register("deployed_later", description="registered by code the worker lacks")
+    def deployed_later(payload: dict[str, Any], ctx: actions.RunContext) -> None:
+        return None
+
+    task = services.task_create(id="new-action", action="deployed_later", max_retries=0)
+    run = queued_run(task)
+    del action_registry["deployed_later"]  # the worker's process, as it started
+    services.run_execute(run_id=str(run.id), worker="w")
+    failed = Run.objects.get(pk=run.pk)
+    assert failed.status == RunStatus.FAILED
+    assert failed.error == (
+        "action 'deployed_later' is not registered in this worker: restart the workers "
+        "after deploying the code that registers it"
+    )

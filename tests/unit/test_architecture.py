@@ -134,6 +134,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.actions",
             "tasks_app.hardening",
             "tasks_app.client_address",
+            "tasks_app.cache_keys",
             "tasks_app.queues",
             "tasks_app.schedules.definition",
             "tasks_app.secret_fields",
