@@ -6,8 +6,10 @@ with the setting's name and the line that fixes it, instead of a traceback later
 ``E001``            the default database is not Postgres
 ``E002``            the Postgres server is older than 14 (``Tags.database``: ``migrate``,
                     ``check --database default``)
-``E003``            an app the app needs is missing from ``INSTALLED_APPS``
-``E004``            a ``TASKS_*`` setting the app does not declare (a typo, most often)
+``E003``            an app the app needs is missing from ``INSTALLED_APPS`` (for ``migrate``:
+                    only an app whose tables the app needs)
+``E004``            a ``TASKS_*`` setting the app does not declare (a typo, most often; not
+                    for ``migrate``)
 ``E005``            an ``OPTIONS`` key our task backend does not take
 ``E006``            the project's Celery app is not loaded (``tasks_app.celery_defaults``)
 ``W001``            ``CELERY_BEAT_SCHEDULER`` is not the app's scheduler
@@ -131,18 +133,40 @@ def check_postgres_version(
     ]
 
 
+# The apps whose tables the app's migrations or models need: the only ones whose absence
+# concerns ``migrate``. The others serve pages and files (the admin, the API, static files).
+SCHEMA_APPS = (
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django_celery_beat",
+    "django_celery_results",
+    "knox",
+)
+
+
+def _for_migrate(databases: Sequence[str] | None) -> bool:
+    """Whether the checks run for a command that asks the database (``migrate``, ``check
+    --database``): a problem of pages or names, not of the schema, does not stop it there;
+    ``check`` and ``runserver`` still report it."""
+    return bool(databases)
+
+
 @register()
 def check_installed_apps(
-    app_configs: Sequence[AppConfig] | None = None, **_: Any
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **_: Any,
 ) -> list[CheckMessage]:
-    """E003: every app the app imports is in ``INSTALLED_APPS``, one message each."""
+    """E003: every app the app imports is in ``INSTALLED_APPS``, one message each (for
+    ``migrate``, only the apps of :data:`SCHEMA_APPS`)."""
+    needed = SCHEMA_APPS if _for_migrate(databases) else REQUIRED_APPS
     return [
         Error(
             f"INSTALLED_APPS lacks {name!r}, which tasks_app needs.",
             hint=f'Add "{name}" to INSTALLED_APPS (before "tasks_app").',
             id=_id("E003"),
         )
-        for name in REQUIRED_APPS
+        for name in needed
         if not apps.is_installed(name)
     ]
 
@@ -289,12 +313,18 @@ def check_task_backend(
 
 @register()
 def check_unknown_settings(
-    app_configs: Sequence[AppConfig] | None = None, **_: Any
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **_: Any,
 ) -> list[CheckMessage]:
     """E004: a ``TASKS_*`` setting the app does not declare (``tasks_app.conf``) is read by
     nobody, most often a typo, and its value is silently not applied. Compared without
-    the prefix for the suggestion (every name shares it)."""
+    the prefix for the suggestion (every name shares it). Not for ``migrate``: a name
+    concerns no table."""
     from .conf import PREFIX, AppSettings
+
+    if _for_migrate(databases):
+        return []
 
     known = {setting.name for setting in AppSettings.declared()}
     suffixes = {name.removeprefix(PREFIX): name for name in known}

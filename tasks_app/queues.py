@@ -12,7 +12,8 @@ one place that gives them their arguments:
   last second; no ``x-max-priority`` (refused on quorum queues). The project's settings
   set the Celery options that go with it; docs/operations.md says what changes.
 
-A project's Celery app takes this table with ``Celery(..., amqp="tasks_app.queues:AMQP")``.
+The app gives this table to the project's Celery app (``tasks_app.celery_defaults``), unless
+the project chose an ``amqp`` class of its own.
 
 A queue cannot change type or arguments in place: RabbitMQ answers ``PRECONDITION_FAILED``
 (``inequivalent arg ...``) to a declaration that differs from the existing queue.
