@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from ..conf import app_settings
 from ..models import Run, RunStatus, run_queue
+from ..queues import lane
 from ..services.run_recovery import run_expire_overdue, run_fail_stalled, run_requeue_lost
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,13 @@ def _requeue_lost(*, now: datetime) -> int:
         .values_list(run_queue(), flat=True)
         .distinct()
     )
-    # A queue with ready messages has a backlog, not a loss: its runs wait their turn.
-    idle = [queue for queue in sorted(queues) if ready_messages(queue) == 0]
+    # A queue with ready messages (in it or its due lane) has a backlog, not a loss: its
+    # runs wait their turn.
+    idle = [
+        queue
+        for queue in sorted(queues)
+        if ready_messages(queue) == 0 and ready_messages(lane(queue)) == 0
+    ]
     return run_requeue_lost(now=now, queues=idle) if idle else 0
 
 
