@@ -86,15 +86,16 @@ def test_a_recurring_task_keeps_its_planned_fire() -> None:
 @pytest.mark.django_db(transaction=True)  # a fresh connection: nothing prepared on it yet
 @pytest.mark.parametrize("prepared", [True, False], ids=["prepared", "pooler-mode"])
 def test_lifecycle_statements_prepared_unless_turned_off(prepared: bool) -> None:
-    """``DATABASE_PREPARED_STATEMENTS`` (on by default) prepares creation, claim and
-    completion once per connection; off (a pooler without prepared statements), nothing is
-    prepared and a run still goes through its whole life."""
-    connection.close()
-    connection.ensure_connection()
-    default = connection.connection.prepare_threshold
-    assert default is not None  # the default setting
+    """The store prepares creation, claim and completion once per connection in any project
+    (Django's connections prepare nothing); a project whose database ``OPTIONS`` set
+    ``prepare_threshold`` to ``None`` (a pooler without prepared statements) gets nothing
+    prepared, and a run still goes through its whole life."""
+    options = connection.settings_dict["OPTIONS"]
+    kept = dict(options)
+    options.pop("prepare_threshold", None)
     if not prepared:
-        connection.connection.prepare_threshold = None
+        options["prepare_threshold"] = None
+    connection.close()
     try:
         task = services.task_create(id="report", action="echo", payload={"message": "hi"})
         run = schedule(task, 600)
@@ -110,4 +111,6 @@ def test_lifecycle_statements_prepared_unless_turned_off(prepared: bool) -> None
         assert ("SET status = 'running'" in statements) is prepared
         assert ("SET status = 'completed'" in statements) is prepared
     finally:
-        connection.connection.prepare_threshold = default
+        options.clear()
+        options.update(kept)
+        connection.close()
