@@ -545,7 +545,11 @@ class Run(StatusGuarded):
     def timed(self) -> bool:
         """Whether this run's due instant was set (a schedule's fire, a delay, ``at``, a
         retry's backoff, a call's ``run_after``) rather than "as soon as possible": such a
-        run goes ahead of a backlog of the others (``tasks_app.queues.lane``)."""
+        run goes ahead of a backlog of the others (``tasks_app.queues.lane``). Not the next
+        attempt of an interrupted run: it goes ahead in its queue by priority, where a worker
+        whose pool process froze holds no free slot (it would take a lane's message)."""
+        if self.interruptions:
+            return False
         return self.trigger in TIMED_TRIGGERS or self.due_at > self.created_at
 
     @property

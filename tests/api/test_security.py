@@ -143,7 +143,7 @@ def test_no_shell_anywhere_in_shipped_code() -> None:
 
 
 def test_celery_accepts_json_only() -> None:
-    from django.conf import settings
+    from project.celery import app
 
-    assert settings.CELERY_ACCEPT_CONTENT == ["json"]
-    assert settings.CELERY_TASK_SERIALIZER == settings.CELERY_RESULT_SERIALIZER == "json"
+    assert list(app.conf.accept_content) == ["json"]
+    assert app.conf.task_serializer == app.conf.result_serializer == "json"

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from tasks_app import dispatch
 from tasks_app.models import Run, Task
+from tasks_app.queues import lane
 
 QUEUE = "test-dispatch-compare"
 
@@ -24,6 +25,7 @@ def channel() -> Iterator[Any]:
         channel = conn.default_channel
         yield channel
         channel.queue_delete(QUEUE)
+        channel.queue_delete(lane(QUEUE))
 
 
 @pytest.mark.parametrize("due_in", [timedelta(0), timedelta(seconds=3)], ids=["now", "eta"])
@@ -38,7 +40,10 @@ def test_a_batch_writes_the_message_send_task_writes(channel: Any, due_in: timed
     )
     assert dispatch.BatchPublisher(current_app).publish([run], now=now) == []
 
-    by_send_task, by_batch = (channel.basic_get(QUEUE, no_ack=True) for _ in range(2))
+    # A run due later than it was made goes to its queue's due lane.
+    queue = lane(QUEUE) if due_in else QUEUE
+    assert dispatch.target(run) == queue
+    by_send_task, by_batch = (channel.basic_get(queue, no_ack=True) for _ in range(2))
     assert by_batch is not None and by_send_task is not None
     assert by_batch.body == by_send_task.body
     assert by_batch.properties == by_send_task.properties  # headers: eta, time limits, ...
@@ -66,8 +71,10 @@ def test_every_message_of_a_batch_is_the_one_send_task_writes_for_its_run(channe
     assert dispatch.BatchPublisher(current_app).publish(runs, now=now) == []
 
     received: dict[str, list[Any]] = {}
-    while (message := channel.basic_get(QUEUE, no_ack=True)) is not None:
-        received.setdefault(message.properties["application_headers"]["id"], []).append(message)
+    for queue in (QUEUE, lane(QUEUE)):  # the runs due later: in the due lane
+        while (message := channel.basic_get(queue, no_ack=True)) is not None:
+            headers = message.properties["application_headers"]
+            received.setdefault(headers["id"], []).append(message)
     assert set(received) == {str(run.id) for run in runs}
     for run_id, (by_send_task, by_batch) in received.items():
         assert by_batch.body == by_send_task.body, run_id
