@@ -67,7 +67,9 @@ def _delay(run: Run, now: datetime) -> float:
 def target(run: Run) -> str:
     """The queue ``run``'s message goes to: its queue's due lane when its due instant was set
     (``Run.timed``), else its queue (``tasks_app.queues.lane``)."""
-    return queues.lane(run.queue_name) if run.timed else run.queue_name
+    if run.timed and BatchPublisher.supported(current_app):  # RabbitMQ; see queues.lane
+        return queues.lane(run.queue_name)
+    return run.queue_name
 
 
 def _send_one_by_one(runs: list[Run], *, now: datetime) -> list[UUID]:

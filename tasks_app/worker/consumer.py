@@ -17,6 +17,18 @@ from celery.worker.consumer import Consumer as CeleryConsumer
 
 
 class Consumer(CeleryConsumer):  # type: ignore[misc]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # `celery worker` reads worker_prefetch_multiplier while parsing its options, before
+        # Django loads the app (and its Celery settings, tasks_app.celery_defaults): the
+        # worker would reserve Celery's default 4 messages per process, and one whose pool
+        # process froze would sit on runs that another worker could start.
+        wanted = int(self.app.conf.worker_prefetch_multiplier)
+        if self.initial_prefetch_count and wanted != self.prefetch_multiplier:
+            processes = self.initial_prefetch_count // max(self.prefetch_multiplier, 1)
+            self.initial_prefetch_count = max(processes * wanted, 1)
+            self.prefetch_multiplier = wanted
+
     def apply_eta_task(self, task: Any) -> None:
         task._eta_timer_entry = None  # fired: nothing can cancel it any more
         super().apply_eta_task(task)
