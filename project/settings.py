@@ -295,6 +295,9 @@ if POSTGRES_BROKER:
         "max_overflow": 4,
     }
 CELERY_RESULT_BACKEND = "django-db"
+# As docs/install.md: `celery beat` reads its scheduler while parsing its options, before
+# Django loads the app.
+CELERY_BEAT_SCHEDULER = "tasks_app.beat.scheduler:TaskScheduler"
 # Every other Celery setting the app relies on (prefetch, acknowledgements, confirms, retries,
 # priorities, queue types, the consumer, connection reuse in the worker) is the app's own
 # (tasks_app/celery_defaults.py, tasks_app/worker/startup.py), as in any project.

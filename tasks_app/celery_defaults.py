@@ -33,7 +33,6 @@ from django.core import checks
 from django.core.checks import CheckMessage, register
 from django.core.exceptions import ImproperlyConfigured
 
-from .checks import SCHEDULER_PATH
 from .conf import app_settings
 
 CONSUMER_PATH = "tasks_app.worker.consumer:Consumer"
@@ -75,7 +74,6 @@ def celery_defaults() -> dict[str, Any]:
             "interval_max": 0.5,
         },
         "result_extended": True,
-        "beat_scheduler": SCHEDULER_PATH,
         # Beat wakes at least every 5 s (fires are prepared ahead; releases are polled).
         "beat_max_loop_interval": 5,
     }
