@@ -24,9 +24,10 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]
         # worker would reserve Celery's default 4 messages per process, and one whose pool
         # process froze would sit on runs that another worker could start.
         wanted = int(self.app.conf.worker_prefetch_multiplier)
-        if self.initial_prefetch_count and wanted != self.prefetch_multiplier:
-            processes = self.initial_prefetch_count // max(self.prefetch_multiplier, 1)
-            self.initial_prefetch_count = max(processes * wanted, 1)
+        initial: int = getattr(self, "initial_prefetch_count", 0)
+        given: int = getattr(self, "prefetch_multiplier", 1)
+        if initial and wanted != given:
+            self.initial_prefetch_count = max(initial // max(given, 1) * wanted, 1)
             self.prefetch_multiplier = wanted
 
     def apply_eta_task(self, task: Any) -> None:
