@@ -296,6 +296,18 @@ class AppSettings:
         5.0,
         "how far in the past a `run_at` may be (clock skew)",
     )
+    CLOCK_SYNC_SECONDS = Number(
+        30.0,
+        "how often each process reads the database's clock again (between readings it "
+        "carries the last one forward on its monotonic clock: tasks_app.clock)",
+        above=True,
+    )
+    CLOCK_SKEW_WARN_SECONDS = Number(
+        2.0,
+        "a process whose host clock is further off the database's says so (its log, "
+        "`/api/health`, `/metrics`); it keeps to the database's clock meanwhile",
+        above=True,
+    )
     DEFAULT_TIMEOUT_SECONDS = Number(
         3600,
         "time limit of runs whose task sets none",

@@ -439,10 +439,11 @@ class Run(StatusGuarded):
     scheduled_for = models.DateTimeField(help_text="The instant this run stands for.")
     due_at = models.DateTimeField()
     expires_at = models.DateTimeField(null=True, blank=True)
-    # One clock for a run's timeline (created <= queued <= started <= finished): the clock of
-    # the process that records each step, read when it records it. A fire is created and
-    # queued at the instant of beat's tick (tasks_app.services.firing), hence a default the
-    # service can set rather than auto_now_add, which would stamp it later than its queuing.
+    # One clock for a run's timeline (created <= queued <= started <= finished): the
+    # database's (tasks_app.clock), read by the process that records each step when it records
+    # it. A fire is created and queued at the instant of beat's tick (services.firing), hence
+    # a default the service sets rather than auto_now_add, which would stamp it later than its
+    # queuing (the default itself serves only ORM writes outside the services).
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -19,8 +19,8 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
-from django.utils import timezone
 
+from .. import clock
 from ..cache_keys import cache_key
 from ..models import Run, RunStatus, Task, TaskState, TaskStatus
 from ..observability import health
@@ -73,7 +73,7 @@ class Overview:
 
 def overview_get(*, now: datetime | None = None, with_health: bool = True) -> Overview:
     """Everything the overview page shows, in a fixed number of queries."""
-    now = now or timezone.now()
+    now = now or clock.now()
     return Overview(
         now=now,
         counts=run_counts(now=now),
@@ -152,7 +152,7 @@ def failing_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:
     among the runs due in the last day, and the newest failed run (a failing task's latest
     runs failed, so the walk stops near the top) — never the task's whole history.
     """
-    day_ago = timezone.now() - timedelta(days=1)
+    day_ago = clock.now() - timedelta(days=1)
     failed = Run.objects.filter(task_id=OuterRef("pk"), status=RunStatus.FAILED).order_by()
     return list(
         Task.objects.filter(
@@ -239,7 +239,7 @@ def health_get(*, quick: bool = False) -> dict[str, dict[str, Any]]:
     if quick:
         return {
             name: _health_row(name, check())
-            for name, check in health.CHECKS.items()
+            for name, check in {**health.CHECKS, **health.ADVISORY}.items()
             if name not in SLOW_CHECKS
         }
     try:
@@ -272,6 +272,12 @@ def _health_detail(check: health.Check) -> str:
         age = info.pop("age_seconds", None)
         ago = f", {age:.1f} s ago" if isinstance(age, int | float) else ""
         parts.append(f"last tick {tick.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC{ago}")
+    if "processes" in info:
+        n, bound = len(info.pop("processes")), info.pop("bound_seconds", 0)
+        info.pop("skewed", None)
+        parts.append(
+            f"{n} process clock{'s' if n != 1 else ''} within {bound:g} s of the database's"
+        )
     if "count" in info:
         n = info.pop("count")
         parts.append(f"{n} worker{'s' if n != 1 else ''} answered the ping")

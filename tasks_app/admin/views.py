@@ -22,11 +22,10 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import __version__, permissions, secret_fields, selectors, validation
+from .. import __version__, clock, permissions, secret_fields, selectors, validation
 from ..conf import app_settings
 from ..display import duration, instant_text, schedule_in_words, zoned_instant_text
 from ..models import RECURRING, RunStatus, ScheduleType, Task
@@ -73,7 +72,7 @@ def next_run_state(
     fire from now is shown, with the missed one and what the policy does with it. A task
     without a recurring schedule has no fires: its next run is its earliest waiting run.
     """
-    now = now or timezone.now()
+    now = now or clock.now()
     next_run_at = selectors.task_next_run_at(task)
     if task.paused:
         return selectors.NEXT_RUN_PAUSED_SHORT if compact else selectors.NEXT_RUN_PAUSED
@@ -385,7 +384,7 @@ def overview_view(request: HttpRequest) -> HttpResponse:
         "legend": status_legend(),
         "health_complete": cached is not None,
         "worker_timeout": app_settings.HEALTH_WORKER_TIMEOUT_SECONDS,
-        "now": timezone.now(),
+        "now": clock.now(),
         "version": __version__,
     }
     return TemplateResponse(request, "tasks_app/overview.html", context)

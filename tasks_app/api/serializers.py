@@ -343,6 +343,12 @@ class HealthSerializer(serializers.Serializer):
     cache = CheckSerializer()
     beat = CheckSerializer(help_text="Also last_tick (ISO 8601) and age_seconds.")
     workers = CheckSerializer(help_text="Also count: workers that answered a ping.")
+    clock = CheckSerializer(
+        help_text="Informational (does not make health 503): whether the host clock of every "
+        "process (this web process, beat, each worker) is within bound_seconds of the "
+        "database's, which the system keeps to. With the details permission, also processes "
+        "(name: seconds ahead of the database, negative behind) and skewed (their names)."
+    )
     alarms = serializers.IntegerField(
         allow_null=True,
         help_text="Tasks in missed-run alarm (informational: does not make health 503); "

@@ -41,11 +41,10 @@ from typing import Any, TypeVar
 
 from django.db import close_old_connections
 from django.db.models import Case, Value, When
-from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
-from .. import services
+from .. import clock, services
 from ..conf import app_settings
 from ..observability import health, metrics
 from . import leadership, prune_thread, sweep
@@ -171,7 +170,7 @@ class TaskScheduler(DatabaseScheduler):
     def tick(self, *args: Any, **kwargs: Any) -> float:
         tick_seconds = app_settings.BEAT_TICK_SECONDS
         close_old_connections()
-        now = timezone.now()
+        now = clock.now()
         if not self.leadership.is_leader():
             health.record_beat_tick(now)  # /api/health reports the age of the last tick
             if self._was_leader:
@@ -181,15 +180,15 @@ class TaskScheduler(DatabaseScheduler):
         if not self._was_leader:
             self._was_leader = True
             self._on_promotion()
-        clock = time.monotonic()
+        mono = time.monotonic()
         with stop_deferred():
-            if clock >= self._next_pass:
-                self._next_pass = clock + tick_seconds
-                self._next_release = clock + app_settings.RELEASE_INTERVAL_SECONDS
+            if mono >= self._next_pass:
+                self._next_pass = mono + tick_seconds
+                self._next_release = mono + app_settings.RELEASE_INTERVAL_SECONDS
                 health.record_beat_tick(now)
                 self.leader_pass(now)
-            elif clock >= self._next_release:
-                self._next_release = clock + app_settings.RELEASE_INTERVAL_SECONDS
+            elif mono >= self._next_release:
+                self._next_release = mono + app_settings.RELEASE_INTERVAL_SECONDS
                 self.release_pass(now)
         stock_wait = super().tick(*args, **kwargs)
         wake = min(self._next_pass, self._next_release)

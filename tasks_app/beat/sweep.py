@@ -23,8 +23,8 @@ from datetime import datetime, timedelta
 
 from celery import current_app
 from django.db import close_old_connections
-from django.utils import timezone
 
+from .. import clock
 from ..conf import app_settings
 from ..models import Run, RunStatus, run_queue
 from ..queues import lane
@@ -56,12 +56,12 @@ def recover_runs(*, now: datetime | None = None) -> Recovered:
     stall window: after a database outage every lease looks old (no worker could renew it),
     and the workers get that window to renew them and record the runs they finished.
     """
-    now = now or timezone.now()
-    clock = time.monotonic()
-    if _Watch.since is None or clock - _Watch.last > 3 * app_settings.BEAT_TICK_SECONDS + 1:
-        _Watch.since = clock
-    _Watch.last = clock
-    watched = clock - _Watch.since >= app_settings.STALL_SECONDS
+    now = now or clock.now()
+    mono = time.monotonic()
+    if _Watch.since is None or mono - _Watch.last > 3 * app_settings.BEAT_TICK_SECONDS + 1:
+        _Watch.since = mono
+    _Watch.last = mono
+    watched = mono - _Watch.since >= app_settings.STALL_SECONDS
     try:
         expired = run_expire_overdue(now=now)
         stalled = len(run_fail_stalled(now=now)) if watched else 0

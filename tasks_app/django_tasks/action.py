@@ -19,8 +19,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from django.utils import timezone
-
+from .. import clock
 from ..actions import JSON, ActionError, Outcome, PayloadError, Raised, RunContext, register
 from ..models import Run
 from ..services.django_task_paths import path_refusal, run_refusal
@@ -132,7 +131,7 @@ def _finish(
     result: Any, status: Any, *, errors: list[Any] | None = None, value: Any = None
 ) -> None:
     object.__setattr__(result, "status", status)
-    object.__setattr__(result, "finished_at", timezone.now())
+    object.__setattr__(result, "finished_at", clock.now())
     if errors is not None:
         object.__setattr__(result, "errors", errors)
     object.__setattr__(result, "_return_value", value)

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from .. import clock
 from ..celery_defaults import project_app
 from ..models import Run
 from ..services.django_task import django_task_enqueue, django_task_enqueue_many
@@ -53,7 +54,7 @@ class CeleryRunBackend(BaseTaskBackend):
         """Django's checks, then ours: ``run_after`` within ``TASKS_MAX_DELAY_SECONDS``."""
         super().validate_task(task)
         if task.run_after is not None and timezone.is_aware(task.run_after):
-            now = timezone.now()
+            now = clock.now()
             try:
                 check_run_at(max(task.run_after, now), now=now, field="run_after")
             except ValidationError as exc:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -29,9 +31,9 @@ from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from .. import clock
 from ..cache_keys import cache_key
 from ..checks import beat_scheduler_problem
 from ..conf import app_settings
@@ -45,6 +47,10 @@ BROKER_TIMEOUT_SECONDS = 2.0
 WORKER_HEARTBEAT = "health:worker:{}"
 WORKER_NAMES = "health:workers"
 WORKER_HEARTBEAT_SECONDS = 5.0
+CLOCK = "health:clock:{}"
+CLOCK_NAMES = "health:clocks"
+CLOCK_RECORD_SECONDS = 5.0
+_clock_recorded: dict[str, float] = {}  # process name -> when it last recorded (monotonic)
 PUBLIC_ERROR = "unreachable or misconfigured (details for staff)"
 
 
@@ -54,24 +60,69 @@ class Check:
     latency_ms: float
     error: str = ""
     info: dict[str, Any] = field(default_factory=dict)
+    private: frozenset[str] = frozenset()  # keys of info shown only with details
 
     def as_dict(self, *, details: bool = True) -> dict[str, Any]:
         """The check as JSON. Without ``details`` (anonymous callers) a failure says only
         that the part is unreachable or misconfigured: its message can name an internal
-        host, port or database role."""
-        data: dict[str, Any] = {"ok": self.ok, "latency_ms": self.latency_ms, **self.info}
+        host, port or database role (and so can the ``private`` fields: hostnames)."""
+        info = (
+            self.info if details else {k: v for k, v in self.info.items() if k not in self.private}
+        )
+        data: dict[str, Any] = {"ok": self.ok, "latency_ms": self.latency_ms, **info}
         if self.error:
             data["error"] = self.error if details else PUBLIC_ERROR
         return data
 
 
 def record_beat_tick(now: datetime) -> None:
-    """Store beat's heartbeat (the instant of its latest tick). Never raises: a cache outage
-    must not stop beat from firing schedules."""
+    """Store beat's heartbeat (the instant of its latest tick), and its clock's offset.
+    Never raises: a cache outage must not stop beat from firing schedules."""
     try:
         cache.set(cache_key(BEAT_TICK), now.isoformat(), timeout=None)
     except Exception:  # the cache is optional for beat's real work
         log.warning("could not record the beat heartbeat in the cache", exc_info=True)
+    record_clock(f"beat@{socket.gethostname()} pid {os.getpid()}")
+
+
+def process_name() -> str:
+    """This process as the clock check names it, when it is not beat or a worker."""
+    return f"web@{socket.gethostname()} pid {os.getpid()}"
+
+
+def record_clock(name: str) -> None:
+    """Store how far this process's host clock is off the database's (``tasks_app.clock``),
+    at most every ``CLOCK_RECORD_SECONDS``; kept three periods. Never raises."""
+    mono = time.monotonic()
+    if mono < _clock_recorded.get(name, float("-inf")) + CLOCK_RECORD_SECONDS:
+        return
+    skew = clock.skew_seconds()
+    if skew is None:
+        return
+    try:
+        cache.set(_clock_key(name), round(skew, 3), timeout=3 * CLOCK_RECORD_SECONDS)
+        names = cache.get(cache_key(CLOCK_NAMES)) or []
+        if name not in names:  # the cache cannot list keys: keep the names apart
+            cache.set(cache_key(CLOCK_NAMES), sorted({*names, name})[-1000:], timeout=None)
+        _clock_recorded[name] = mono
+    except Exception:  # the cache is optional for the process's real work
+        log.warning("could not record this process's clock offset in the cache", exc_info=True)
+
+
+def _clock_key(name: str) -> str:
+    return cache_key(CLOCK.format(re.sub(r"[^\w@.-]", "_", name)))
+
+
+def clock_offsets() -> dict[str, float]:
+    """{process: its host clock minus the database's, in seconds} for the processes that
+    recorded one lately (beat, workers), and this one."""
+    names = cache.get(cache_key(CLOCK_NAMES)) or []
+    found = cache.get_many([_clock_key(name) for name in names])
+    offsets = {name: found[_clock_key(name)] for name in names if _clock_key(name) in found}
+    skew = clock.skew_seconds()
+    if skew is not None:
+        offsets[process_name()] = round(skew, 3)
+    return offsets
 
 
 def last_beat_tick() -> datetime | None:
@@ -109,7 +160,8 @@ def start_worker_heartbeat(sender: Any = None, **_: Any) -> None:
 
     def beat() -> None:
         while True:
-            record_worker_heartbeat(hostname, timezone.now())
+            record_worker_heartbeat(hostname, clock.now())
+            record_clock(f"{hostname} pid {os.getpid()}")
             if stopped.wait(WORKER_HEARTBEAT_SECONDS):
                 return
 
@@ -207,7 +259,7 @@ def check_beat(now: datetime | None = None) -> Check:
                 "last_tick": None,
                 "age_seconds": None,
             }
-        age = round(((now or timezone.now()) - last).total_seconds(), 3)
+        age = round(((now or clock.now()) - last).total_seconds(), 3)
         limit = app_settings.HEALTH_BEAT_MAX_AGE_SECONDS
         info: dict[str, Any] = {"last_tick": last.isoformat(), "age_seconds": age}
         if age > limit:
@@ -241,6 +293,31 @@ def check_workers() -> Check:
     return _timed(probe)
 
 
+def check_clock() -> Check:
+    """Whether every process's host clock is within ``TASKS_CLOCK_SKEW_WARN_SECONDS`` of
+    the database's. Advisory: the system keeps to the database's clock whatever the hosts
+    say (``tasks_app.clock``), so an offset never makes the system unhealthy."""
+
+    def probe() -> dict[str, Any]:
+        bound = app_settings.CLOCK_SKEW_WARN_SECONDS
+        offsets = clock_offsets()
+        skewed = sorted(name for name, skew in offsets.items() if abs(skew) > bound)
+        info: dict[str, Any] = {"bound_seconds": bound, "processes": offsets, "skewed": skewed}
+        if skewed:
+            worst = max(skewed, key=lambda name: abs(offsets[name]))
+            way = "ahead of" if offsets[worst] > 0 else "behind"
+            info.update(
+                ok=False,
+                error=f"{len(skewed)} process clock(s) off the database's by more than "
+                f"{bound:g} s; {worst}: {abs(offsets[worst]):.1f} s {way} it",
+            )
+        return info
+
+    check = _timed(probe)
+    check.private = frozenset({"processes", "skewed"})
+    return check
+
+
 CHECKS: dict[str, Callable[[], Check]] = {
     "database": check_database,
     "broker": check_broker,
@@ -250,6 +327,11 @@ CHECKS: dict[str, Callable[[], Check]] = {
 }
 
 
+# Checks that say something is off without the system being down.
+ADVISORY: dict[str, Callable[[], Check]] = {"clock": check_clock}
+
+
 def check_all() -> dict[str, Check]:
-    """Every check, in a fixed order (database, broker, cache, beat, workers)."""
-    return {name: check() for name, check in CHECKS.items()}
+    """Every check, in a fixed order (database, broker, cache, beat, workers; then the
+    advisory clock check)."""
+    return {name: check() for name, check in {**CHECKS, **ADVISORY}.items()}

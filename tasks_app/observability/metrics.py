@@ -16,7 +16,9 @@ each see a slice. Instead every figure is read at scrape time from the shared st
   ``tasks_app.observability.health.last_beat_tick`` (beat writes it every tick);
   ``tasks_beat_tick_duration_seconds``: how long that tick took, written by beat through
   :func:`beat_tick_record` (cache key ``tasks:<digest>:beat:tick``, ``tasks_app.cache_keys``);
-  ``tasks_cache_up``: 1, or 0 when the cache could not be reached (the scrape still answers
+  ``tasks_clock_skew_seconds{process}``: each process's host clock minus the database's
+  (``tasks_app.clock``; beat and workers record theirs in the cache, this process reads its
+  own); ``tasks_cache_up``: 1, or 0 when the cache could not be reached (the scrape still answers
   200, those two unknown).
 - ``tasks_tasks{status}``, ``tasks_paused``, ``tasks_alarms``.
 
@@ -36,7 +38,6 @@ from collections.abc import Iterable, Iterator
 from django.core.cache import cache
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
@@ -47,7 +48,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .. import selectors, services
+from .. import clock, selectors, services
 from ..cache_keys import cache_key
 from ..client_address import client_ip
 from ..conf import app_settings, default_queue
@@ -118,7 +119,7 @@ class TasksCollector:
 
     def _runs(self) -> Iterator[Metric]:
         edges = [b * 1000 for b in LATENESS_BUCKETS]
-        through = services.run_tally_advance(now=timezone.now(), edges=edges)
+        through = services.run_tally_advance(now=clock.now(), edges=edges)
         totals = selectors.run_tally_totals(through=through, edges=edges)
         family = CounterMetricFamily(
             "tasks_runs", "Runs finished, by status and action.", labels=["status", "action"]
@@ -189,10 +190,11 @@ class TasksCollector:
         try:
             last = health.last_beat_tick()
             duration = beat_tick_duration_get()
+            offsets = health.clock_offsets()
             up = 1
         except Exception:
             log.warning("cache unreachable for /metrics", exc_info=True)
-            last, duration, up = None, None, 0
+            last, duration, offsets, up = None, None, {}, 0
         yield GaugeMetricFamily(
             "tasks_cache_up",
             "Whether the cache answered this scrape (0: unreachable; beat's figures unknown).",
@@ -208,6 +210,15 @@ class TasksCollector:
             "How long beat's last tick took (firing schedules and releasing runs; -1: unknown).",
             value=duration if duration is not None else -1,
         )
+        skew = GaugeMetricFamily(
+            "tasks_clock_skew_seconds",
+            "How far each process's host clock is ahead of the database's (negative: behind); "
+            "the system keeps to the database's.",
+            labels=["process"],
+        )
+        for name, seconds in sorted(offsets.items()):
+            skew.add_metric([name], seconds)
+        yield skew
 
 
 def _broker_depths(queues: list[str]) -> dict[str, int]:

@@ -19,10 +19,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection, models
-from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from .. import secret_fields
+from .. import clock, secret_fields
 from ..models import Run, ScheduleType, Task, TaskAuditEntry
 from ..services.alarms import schedule_errors_clear
 from ..services.audit import plain
@@ -43,7 +42,7 @@ def create_recurring(tasks: list[Task], *, module: str, by: str) -> None:
     """Insert ``tasks`` (new, recurring, checked) as ``task_save`` would, one set at a time."""
     if not tasks:
         return
-    now = timezone.now()
+    now = clock.now()
     entries = _entries(tasks)
     periodic = [PeriodicTask(**entries[t.pk]) for t in tasks]
     PeriodicTask.objects.bulk_create(periodic, batch_size=BATCH)
@@ -72,7 +71,7 @@ def update_recurring(tasks: list[Task], *, module: str, by: str) -> set[str]:
     one has its beat entry; the ids it wrote (the others are left to the caller)."""
     if not tasks:
         return set()
-    now = timezone.now()
+    now = clock.now()
     stored = {
         t.pk: t
         for t in Task.objects.select_for_update(of=("self",))

@@ -9,9 +9,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Max, Q, QuerySet
-from django.utils import timezone
 
-from .. import store, validation
+from .. import clock, store, validation
 from ..models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
 from ..timing import policies, scheduling
 from ..timing.task_schedule import first_fire, policy_of, schedule_of
@@ -131,7 +130,7 @@ def task_preview(*, task: Task, count: int = 5, now: datetime | None = None) -> 
     instant near year 9999 or an unknown zone) raises ``ValidationError`` naming the field,
     never an arithmetic error.
     """
-    now = now or timezone.now()
+    now = now or clock.now()
     count = max(1, min(count, MAX_PREVIEW))
     stored_next = None if task._state.adding else task.state.next_run_at
     validation.check_stored_schedule(task, next_run_at=stored_next, now=now)

@@ -13,10 +13,9 @@ from typing import Any, TypeVar
 from django.core.exceptions import ValidationError
 from django.db import connections, transaction
 from django.db.models.base import ModelState
-from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from .. import store, validation
+from .. import clock, store, validation
 from ..django_tasks.framework import ACTION, function_task_fields, function_task_id
 from ..models import Run, RunStatus, Task, Trigger
 from .django_task_paths import ENQUEUED_BY
@@ -75,7 +74,7 @@ def django_task_enqueue(
         using=using,
     )
     if run.status == RunStatus.QUEUED:
-        transaction.on_commit(lambda: send_queued([run], now=timezone.now()))
+        transaction.on_commit(lambda: send_queued([run], now=clock.now()))
     return run
 
 
@@ -113,7 +112,7 @@ def django_task_enqueue_many(
     if runs[0].status != RunStatus.QUEUED:  # beat releases them in time
         return then(runs)
     if transaction.get_connection().in_atomic_block:
-        transaction.on_commit(lambda: send_queued(runs, now=timezone.now()))
+        transaction.on_commit(lambda: send_queued(runs, now=clock.now()))
         return then(runs)
     with ThreadPoolExecutor(1, thread_name_prefix="enqueue-many") as publisher:
         published = publisher.submit(_publish_committed, runs)
@@ -126,7 +125,7 @@ def _publish_committed(runs: list[Run]) -> None:
     """``send_queued`` in a thread of its own; a failed publish hands runs back to pending
     through the thread's own database connection, closed here."""
     try:
-        send_queued(runs, now=timezone.now())
+        send_queued(runs, now=clock.now())
     finally:
         connections.close_all()
 
@@ -141,7 +140,7 @@ def _write(
     run_after: datetime | None,
     using: dict[str, Any],
 ) -> list[Run]:
-    now = timezone.now()
+    now = clock.now()
     due_at = now
     if run_after is not None and run_after > now:
         due_at = validation.check_run_at(run_after, now=now, field="run_after")

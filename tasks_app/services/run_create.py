@@ -7,9 +7,8 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
 
-from .. import permissions, store
+from .. import clock, permissions, store
 from ..celery_defaults import project_app
 from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
 from .errors import ConflictError
@@ -97,7 +96,7 @@ def run_retry(*, run: Run, by: permissions.Actor = "") -> Run:
         latest = _last_attempt(run)
         if latest > run.attempt:
             raise ConflictError(f"run {run.id} was already retried (attempt {latest} exists)")
-        now = timezone.now()
+        now = clock.now()
         return run_create(
             task=run.task,
             trigger=Trigger.RETRY,

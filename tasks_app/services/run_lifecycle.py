@@ -19,9 +19,8 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError, connection, transaction
-from django.utils import timezone
 
-from .. import actions, permissions, store, validation
+from .. import actions, clock, permissions, store, validation
 from ..conf import app_settings
 from ..models import (
     OverlapPolicy,
@@ -45,6 +44,9 @@ DB_ERRORS = (OperationalError, InterfaceError)
 # concluding that the executor is alive (the backend of a process killed a moment ago may
 # take a few milliseconds to notice and drop the lock).
 EXECUTOR_LOCK_WAIT_SECONDS = 2.0
+# The longest a worker waits, holding its slot, for a run whose message came before its due
+# instant (by the database's clock) before handing it back to beat.
+EARLY_WAIT_SECONDS = 5.0
 _RESULT = Run._meta.get_field("result")
 
 
@@ -114,13 +116,15 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
     another overlap policy is checked under the task's lock before the same statement
     claims it.
     """
-    now = timezone.now()
+    now = clock.now()
     try:
         key = uuid.UUID(str(run_id))
     except ValueError:
         log.warning("message for %r, which is not a run id, ignored", run_id)
         return None
     run, refused = _claim(key, worker=worker, now=now, overlap_checked=False)
+    if refused == "early" and run is not None:
+        run, refused, now = _claim_when_due(run, worker=worker, now=now)
     if refused is not None:
         run = _claim_refused(key, run, refused, worker=worker, now=now)
     if run is not None and log.isEnabledFor(logging.INFO):
@@ -149,6 +153,22 @@ def _claim(
     return store.claimed_run(row), refused
 
 
+def _claim_when_due(
+    run: Run, *, worker: str, now: datetime
+) -> tuple[Run | None, str | None, datetime]:
+    """A message for a run that is not due yet by the database's clock: a broker's delay or
+    an ETA can end a few milliseconds before the instant (each process reads the clock to
+    within half a round trip). Wait that out, up to ``EARLY_WAIT_SECONDS``, and claim again;
+    a run due later is refused as ``early`` again."""
+    wait = (run.due_at - now).total_seconds()
+    if wait > EARLY_WAIT_SECONDS:
+        return run, "early", now
+    time.sleep(max(wait, 0.0))
+    now = clock.now()
+    claimed, refused = _claim(run.pk, worker=worker, now=now, overlap_checked=False)
+    return claimed, refused, now
+
+
 def _claim_refused(
     run_id: uuid.UUID, run: Run | None, refused: str, *, worker: str, now: datetime
 ) -> Run | None:
@@ -160,6 +180,11 @@ def _claim_refused(
     elif refused == "expired":
         if runs_expire([run.pk], now=now) and run.expires_at is not None:
             log.info("run %s expired: could not start by %s", run_id, run.expires_at.isoformat())
+    elif refused == "early":
+        # Not due for a while (the message left too early, or the database's clock moved
+        # back): back to pending, and beat publishes it again as its instant comes.
+        store.execute("unqueue_runs", {"run_ids": [run.pk]})
+        log.warning("run %s arrived %s before it is due; handed back", run_id, run.due_at - now)
     elif refused == "paused":
         _hold_for_pause(run, now=now)
     elif refused == "overlap":
@@ -168,7 +193,7 @@ def _claim_refused(
                 return None
             # The start is read after the task's lock was granted: the run that held it may
             # have finished meanwhile, and this run must not appear to have started before.
-            claimed, again = _claim(run.pk, worker=worker, now=timezone.now(), overlap_checked=True)
+            claimed, again = _claim(run.pk, worker=worker, now=clock.now(), overlap_checked=True)
             if again is None:
                 return claimed
             log.info("run %s not claimed after its overlap check (%s)", run_id, again)
@@ -257,7 +282,7 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
     was already recorded (for instance the sweep declared it lost while its worker was cut
     off from the database)."""
     text, truncated = cap_output(output)
-    now = timezone.now()
+    now = clock.now()
     value = None if result is None else jsonable(result)
     row = store.fetch_one(
         "complete_run",
@@ -328,7 +353,7 @@ def _finish(
     else:
         status = RunStatus.RETRYING if retry_after is not None else RunStatus.FAILED
     text, _ = cap_output(error)
-    now = timezone.now()
+    now = clock.now()
     with transaction.atomic():
         finished = store.fetch_one(
             "finish_run",
@@ -378,7 +403,7 @@ def run_lost(*, run_id: str, error: str, executor: bool = False) -> Run | None:
 def run_cancel(*, run: Run, by: permissions.Actor = "") -> Run:
     """Cancel a run that has not started (``pending`` or ``queued``)."""
     permissions.authorize(by, "cancel")
-    row = store.fetch_one("cancel_run", {"run_id": run.pk, "now": timezone.now()})
+    row = store.fetch_one("cancel_run", {"run_id": run.pk, "now": clock.now()})
     run.refresh_from_db()
     if row is None:
         raise ConflictError(

@@ -23,9 +23,8 @@ from uuid import UUID
 
 from django.db import transaction
 from django.db.models import Q
-from django.utils import timezone
 
-from .. import dispatch, store
+from .. import clock, dispatch, store
 from ..conf import app_settings
 from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, TaskStatus, Trigger
 
@@ -53,7 +52,7 @@ def release_due_runs(*, now: datetime | None = None, batch: int | None = None) -
     Safe to call from several processes at once: rows are taken with
     ``FOR UPDATE SKIP LOCKED`` and flipped to ``queued`` before the lock is released.
     """
-    now = now or timezone.now()
+    now = now or clock.now()
     limit = batch or app_settings.RELEASE_BATCH
     total = 0
     while True:
@@ -87,7 +86,7 @@ def publish_runs(run_ids: Iterable[UUID]) -> int:
     ids = list(run_ids)
     if not ids:
         return 0
-    return _publish(Q(id__in=ids), now=timezone.now(), limit=len(ids))
+    return _publish(Q(id__in=ids), now=clock.now(), limit=len(ids))
 
 
 def _publish(which: Q, *, now: datetime, limit: int) -> int:

@@ -32,9 +32,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Q
-from django.utils import timezone
 
-from .. import permissions, store
+from .. import clock, permissions, store
 from ..conf import app_settings
 from ..models import FINAL_RUN_STATUSES, RunStatus, Task
 
@@ -133,7 +132,7 @@ def runs_prune(
     ``delete_run``.
     """
     permissions.authorize(by, "prune")
-    now = now or timezone.now()
+    now = now or clock.now()
     batch = batch or app_settings.RETENTION_BATCH
     report = PruneReport()
     started = time.perf_counter()

@@ -15,9 +15,8 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.utils import timezone
 
-from .. import actions
+from .. import actions, clock
 from ..choices import ScheduleType
 from ..models import Task
 from ..timing import scheduling
@@ -72,7 +71,7 @@ def validate_task(
     if storable_errors(task):
         return
     errors: dict[str, list[str]] = {}
-    now = now or timezone.now()
+    now = now or clock.now()
 
     try:
         action = actions.get(task.action)

@@ -10,10 +10,9 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, transaction
-from django.utils import timezone
 from psycopg.errors import DeadlockDetected
 
-from .. import permissions, secret_fields, store, validation
+from .. import clock, permissions, secret_fields, store, validation
 from ..conf import app_settings
 from ..models import (
     Run,
@@ -187,7 +186,7 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         )
     with django_task_paths.own_function_checked(own):
         task_check(task, stored=stored_schedule_of(previous))
-    now = timezone.now()
+    now = clock.now()
     with transaction.atomic():
         task.save(force_insert=adding)
         # An edit clears beat's schedule-error flag and its alarm (services.alarms), after
@@ -250,7 +249,7 @@ def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
     so an edit, a sync or the engine's auto-pause never overwrite one another's columns."""
     by = permissions.authorize(by, "pause")
     note = validation.check_pause_note(note)
-    now = timezone.now()
+    now = clock.now()
     with transaction.atomic():
         # Fires already due but not started will not run: pausing stops fires.
         # Rows are taken in the order every claim takes them (claim_run, and the overlap
@@ -276,7 +275,7 @@ def task_resume(*, task: Task, by: Actor = "") -> Task:
     the task's state row only (``task_resumed``), after a lock on the task's row: beat's
     order, task then state."""
     by = permissions.authorize(by, "resume", action=task.action)
-    now = timezone.now()
+    now = clock.now()
     with transaction.atomic():
         _lock_task_row(task)
         store.execute("task_resumed", {"task_id": task.pk})
@@ -325,7 +324,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "")
                 ]
             }
         )
-    now = timezone.now()
+    now = clock.now()
     runs = [new_run(task, trigger=Trigger.BACKFILL, due_at=now, scheduled_for=f) for f in fires]
     with transaction.atomic():
         existing = set(
@@ -355,7 +354,7 @@ def task_execute(
     permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
     own = None if payload is None else run_payload(task, payload)
-    now = timezone.now()
+    now = clock.now()
     return run_create(task=task, trigger=trigger, due_at=now, now=now, payload=own)
 
 
@@ -399,7 +398,7 @@ def task_schedule_once(
     task, later, so ``by`` needs what running it now needs."""
     permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
-    now = timezone.now()
+    now = clock.now()
     if delay_seconds is not None and run_at is not None:
         raise ValidationError({"delay_seconds": [validation.not_both("delay_seconds", "run_at")]})
     if delay_seconds is None and run_at is None:

@@ -135,7 +135,7 @@ UPDATE tasks_app_run
  WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'pending';
 
 -- name: claim_run
--- queued -> running, within the run's deadline, for an unpaused task (or a run a person
+-- queued -> running, at or after its due instant and within its deadline, for an unpaused task (or a run a person
 -- asked for), when the task's overlap policy is allow or the caller has checked it under
 -- the task's lock (overlap_checked). The task becomes running. Its next_run_at is computed
 -- from the state row being updated (s in task_running), never from a row the claim read:
@@ -148,7 +148,8 @@ UPDATE tasks_app_run
 -- fields as the statement saw them (all NULL when the run is gone): 'gone', 'running',
 -- 'not_queued' (another status, or moved by a statement that committed while this one
 -- waited for the run's row: a duplicate message either way), 'expired' (past its
--- deadline), 'paused' (its task paused, and not a run a person asked for), 'overlap'
+-- deadline), 'early' (its due instant not reached by %(now)s, the database's clock as
+-- the caller read it: tasks_app.clock), 'paused' (its task paused, and not a run a person asked for), 'overlap'
 -- (another overlap policy, not checked yet). The conditions of the claim and the reasons
 -- are the same tests, so they are written side by side here and nowhere else; the caller
 -- acts on the reason (services.run_lifecycle). The reason is looked up only when the
@@ -171,6 +172,7 @@ WITH async_commit AS (
        AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
+       AND r.due_at <= %(now)s
  RETURNING {run_fields:r}, {claimed_task_fields:t}
 ), task_running AS (
     UPDATE tasks_app_taskstate AS s
@@ -184,6 +186,7 @@ WITH async_commit AS (
                 WHEN r.status IS NOT DISTINCT FROM 'running' THEN 'running'
                 WHEN r.status IS DISTINCT FROM 'queued' THEN 'not_queued'
                 WHEN r.expires_at < %(now)s THEN 'expired'
+                WHEN r.due_at > %(now)s THEN 'early'
                 WHEN s.status = 'paused' AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
                 WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
                 ELSE 'not_queued' END

@@ -29,8 +29,8 @@ from typing import Any
 from billiard.process import current_process
 from celery.signals import worker_process_init
 from django.db import close_old_connections, connection
-from django.utils import timezone
 
+from .. import clock
 from ..conf import app_settings
 from ..services.run_recovery import (
     run_renew_leases,
@@ -60,7 +60,7 @@ class LeaseKeeper:
             self._ensure_thread()
             if not self._runs:
                 self._renewed_at = time.monotonic()
-            self._runs[run_id] = timezone.now()
+            self._runs[run_id] = clock.now()
         try:
             yield
         finally:
@@ -84,7 +84,7 @@ class LeaseKeeper:
             try:
                 close_old_connections()  # this thread's own connection, health-checked
                 started = time.monotonic()
-                lost = run_renew_leases(held=held, now=timezone.now())
+                lost = run_renew_leases(held=held, now=clock.now())
             except Exception:  # the database blinked: renew on the next beat
                 log.warning("renewing the lease of %d runs failed", len(held), exc_info=True)
                 connection.close()

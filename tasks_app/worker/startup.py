@@ -11,6 +11,11 @@
   (``tasks_app.queues.lane``), where runs whose due instant was set (schedule fires, delays,
   ``run_after``, retries) are published, so that none waits behind a backlog of runs due "as
   soon as possible".
+- **ETAs on the database's clock.** Celery turns a message's ETA into a monotonic deadline
+  with the host's wall clock (``kombu.asynchronous.timer.to_timestamp``): a worker whose clock
+  is an hour ahead would start a delayed run at once, one an hour behind would hold it an hour
+  late. The worker converts it with the database's clock instead (``tasks_app.clock``); once
+  converted, the wait is monotonic and a later step of the wall clock does not move it.
 - **Queue declarations checked** before consuming: a queue that exists with another type or
   other arguments stops the worker with one line (``tasks_app.queues.explain``).
 """
@@ -18,12 +23,15 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, tzinfo
+from time import monotonic
 from typing import Any
 
 from celery.signals import celeryd_after_setup, worker_init
+from celery.worker import strategy
 from django.conf import settings
 
-from .. import queues
+from .. import clock, queues
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +55,23 @@ def keep_database_connections(sender: Any = None, **_: Any) -> None:
         worker_fixup = getattr(fixup, "worker_fixup", None)
         if worker_fixup is not None and not worker_fixup.db_reuse_max:
             worker_fixup.db_reuse_max = DB_REUSE_MAX
+
+
+def eta_deadline(eta: Any, default_timezone: tzinfo = UTC, time: Any = monotonic) -> Any:
+    """``kombu``'s ``to_timestamp`` for an ETA (a monotonic deadline), on the database's
+    clock instead of the host's."""
+    if not isinstance(eta, datetime):
+        return eta
+    if eta.tzinfo is None:
+        eta = eta.replace(tzinfo=default_timezone)
+    return max((eta - clock.now()).total_seconds() + time(), 0)
+
+
+@worker_init.connect
+def etas_on_the_database_clock(**_: Any) -> None:
+    """Before the worker consumes: its ETAs wait by the database's clock (module docstring)."""
+    strategy.to_timestamp = eta_deadline
+    clock.read()
 
 
 @celeryd_after_setup.connect

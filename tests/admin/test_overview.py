@@ -81,8 +81,9 @@ def test_health_endpoint_reports_each_component_and_the_page_shows_it(operator) 
     assert "<th>database</th>" in cold and "<th>beat</th>" in cold  # ...but shows the rest
     assert "waiting for worker replies" in cold and "checking" not in cold
     health = operator.get(reverse("tasks-overview-health")).json()["health"]
-    assert list(health) == ["database", "broker", "cache", "beat", "workers"]
+    assert list(health) == ["database", "broker", "cache", "beat", "workers", "clock"]
     assert health["database"]["ok"] and health["cache"]["ok"] and health["broker"]["ok"], health
+    assert health["clock"]["ok"], health  # this host's clock is the database's
     warm = operator.get(reverse(URL)).content.decode()
     for component in health:
         assert f"<th>{component}</th>" in warm

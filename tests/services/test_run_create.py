@@ -99,7 +99,7 @@ def test_lifecycle_statements_prepared_unless_turned_off(prepared: bool) -> None
     try:
         task = services.task_create(id="report", action="echo", payload={"message": "hi"})
         run = schedule(task, 600)
-        run_set(run.pk, status=RunStatus.QUEUED)
+        run_set(run.pk, status=RunStatus.QUEUED, due_at=timezone.now())  # its instant came
         done = services.run_execute(run_id=str(run.pk), worker="w1")
         assert done is not None
         stored = Run.objects.get(pk=run.pk)

@@ -109,7 +109,7 @@ def test_failure_is_retried_while_retries_remain_then_fails_the_task() -> None:
     assert (retry.attempt, retry.trigger, retry.status) == (2, Trigger.RETRY, RunStatus.PENDING)
     assert retry.due_at > timezone.now()
 
-    run_set(retry.pk, status=RunStatus.QUEUED)
+    run_set(retry.pk, status=RunStatus.QUEUED, due_at=timezone.now())  # its backoff passed
     second = services.run_claim(run_id=str(retry.id), worker="w")
     assert second is not None
     services.run_fail(run=second, error="boom again")

@@ -135,6 +135,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tasks_app.hardening",
             "tasks_app.client_address",
             "tasks_app.cache_keys",
+            "tasks_app.clock",
             "tasks_app.queues",
             "tasks_app.schedules.definition",
             "tasks_app.secret_fields",

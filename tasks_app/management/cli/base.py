@@ -12,7 +12,6 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
 from tasks_app import permissions, selectors, services
 from tasks_app.display import duration as display_duration
@@ -20,6 +19,7 @@ from tasks_app.display import relative
 from tasks_app.models import Run, Task
 from tasks_app.observability.logs import quiet_console
 
+from ... import clock
 from .arguments import is_uuid
 from .output import one_line, table
 
@@ -34,7 +34,7 @@ class CliCommand(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         quiet_console(options["verbosity"])
         self.as_json = bool(options.get("json"))
-        self.now = timezone.now()
+        self.now = clock.now()
         verb = options["verb"]
         operation = "task_runs" if verb == "runs" and options.get("id") else verb
         self.user = self.acting_user(options.get("as_user"), operation)

@@ -7,13 +7,13 @@ import time
 from typing import Any
 
 from django.core.management.base import CommandError
-from django.utils import timezone
 
 from tasks_app import secret_fields, selectors, services
 from tasks_app.display import relative
 from tasks_app.models import Run, RunStatus
 from tasks_app.representations import RunDetailSerializer, RunOutputSerializer
 
+from ... import clock
 from .arguments import WAIT_POLL_SECONDS
 from .base import CliCommand
 from .output import table
@@ -42,7 +42,7 @@ class RunVerbs(CliCommand):
         while True:
             outcome = selectors.run_outcome(run=run)
             run = outcome.current(run)
-            self.now = timezone.now()
+            self.now = clock.now()
             if outcome.status is not None:
                 break
             if deadline is not None and time.monotonic() >= deadline:
