@@ -9,6 +9,8 @@ Celery app, when Django loads the app (``TasksAppConfig.ready``):
   guarantee (``tasks_app.W004``);
 - the app's queue table (``tasks_app.queues.AMQP``: quorum queue arguments) is given to the
   app unless the project chose another;
+- Celery's ``app.now()`` is the database's clock (``tasks_app.clock``), so the countdown of a
+  message RabbitMQ delays (quorum queues) does not depend on the publishing host's clock;
 - :func:`check_celery_app` (``tasks_app.E006``) says when the project's Celery app is not
   loaded at all (``<project>/__init__.py`` does not import it): every publish would go to
   Celery's default app, another broker. :func:`project_app` refuses to publish through it.
@@ -33,6 +35,7 @@ from django.core import checks
 from django.core.checks import CheckMessage, register
 from django.core.exceptions import ImproperlyConfigured
 
+from . import clock
 from .conf import app_settings
 
 CONSUMER_PATH = "tasks_app.worker.consumer:Consumer"
@@ -120,6 +123,9 @@ def apply(app: Celery) -> None:
     # unless the project chose its own or the table is already built.
     if "amqp" not in vars(app) and app.amqp_cls == Celery.amqp_cls:
         app.amqp_cls = AMQP_PATH
+    # Celery's own "now" (a native delayed message's countdown, an ETA's conversion, the
+    # date of a result) is the database's, as every decision of the app (tasks_app.clock).
+    app.now = lambda: clock.now().astimezone(app.timezone)  # type: ignore[method-assign]
 
 
 def _configured(sender: Celery, source: Any, **_: Any) -> None:

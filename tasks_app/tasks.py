@@ -116,8 +116,10 @@ def execute_run(self: CeleryTask, run_id: str) -> dict[str, object] | None:
     pause) instead of being acknowledged, so the run is tried again, not dropped.
     """
     try:
-        with recovery.lease(run_id):
-            run = services.run_execute(run_id=run_id, worker=self.request.hostname or "")
+        with recovery.lease(run_id) as finishing:
+            run = services.run_execute(
+                run_id=run_id, worker=self.request.hostname or "", before_outcome=finishing
+            )
     except DB_ERRORS as exc:
         log.warning("database unavailable for run %s; message requeued: %s", run_id, exc)
         close_old_connections()

@@ -50,14 +50,27 @@ EARLY_WAIT_SECONDS = 5.0
 _RESULT = Run._meta.get_field("result")
 
 
-def run_execute(*, run_id: str, worker: str) -> Run | None:
+def run_execute(
+    *, run_id: str, worker: str, before_outcome: Callable[[], None] | None = None
+) -> Run | None:
     """Claim the run, call its action, record the outcome. ``None`` if not claimable.
 
     A redelivered or duplicated message for a run that already started, finished or was
     cancelled does nothing (the claim is conditional on ``queued``). The outcome is written
     with :func:`_persist`, which waits out a short database outage instead of losing it.
-    While this runs, the caller renews the run's lease (``tasks_app.worker.recovery``).
+    While this runs, the caller renews the run's lease (``tasks_app.worker.recovery``), and
+    ``before_outcome`` is called right before the outcome is written.
     """
+    outcome = _execute(run_id=run_id, worker=worker)
+    if outcome is None:
+        return None
+    if before_outcome is not None:
+        before_outcome()
+    return _persist(outcome)
+
+
+def _execute(*, run_id: str, worker: str) -> Callable[[], Run] | None:
+    """Claim and call the action: the write of its outcome, or ``None`` if not claimed."""
     run = run_claim(run_id=run_id, worker=worker)
     if run is None:
         return None
@@ -80,22 +93,22 @@ def run_execute(*, run_id: str, worker: str) -> Run | None:
         # Saved after this worker started (the web knew it, this process does not): a
         # retry may land on a worker that was restarted since.
         error = unregistered_action_error(task.action)
-        return _persist(lambda: run_fail(run=run, error=error, retryable=True, executor=True))
+        return lambda: run_fail(run=run, error=error, retryable=True, executor=True)
     try:
         outcome = action.func(dict(run.call_payload), ctx)
     except SoftTimeLimitExceeded:
         error = timed_out_error(task)
-        return _persist(lambda: run_fail(run=run, error=error, retryable=True, executor=True))
+        return lambda: run_fail(run=run, error=error, retryable=True, executor=True)
     except Exception as exc:  # the action's failure is the run's failure, never the worker's
         retryable = not isinstance(exc, actions.ActionError) or exc.retryable
         shown = exc.exception if isinstance(exc, actions.Raised) else exc
         error = f"{type(shown).__name__}: {shown}\n\n{''.join(traceback.format_exception(shown))}"
-        return _persist(lambda: run_fail(run=run, error=error, retryable=retryable, executor=True))
+        return lambda: run_fail(run=run, error=error, retryable=retryable, executor=True)
     if isinstance(outcome, actions.Outcome):
         output, result = outcome.output, outcome.result
     else:
         output, result = ("" if outcome is None else str(outcome)), None
-    return _persist(lambda: run_complete(run=run, output=output, result=result))
+    return lambda: run_complete(run=run, output=output, result=result)
 
 
 def unregistered_action_error(name: str) -> str:

@@ -21,14 +21,16 @@ log = logging.getLogger(__name__)
 
 def run_renew_leases(*, held: dict[str, datetime], now: datetime) -> list[str]:
     """Push the lease (``heartbeat_at``) of the runs a process holds (run id → when it
-    started holding it), while they are still running. Returns the ids of those it has lost:
-    claimed while held, then interrupted by someone else — the sweep found the lease stale
-    (the process stood still past ``TASKS_STALL_SECONDS``: SIGSTOP, a frozen VM, a database
-    it could not reach) and the run's next attempt is another worker's now.
+    started holding it), while they are still running. Returns the ids of those that may be
+    lost: claimed while held, then ended by the sweep — interrupted (the lease was stale: the
+    process stood still past ``TASKS_STALL_SECONDS``, SIGSTOP, a frozen VM, a database it
+    could not reach), or failed or retried (past the time limit): the run's next attempt may
+    be another worker's now, and its outcome is recorded.
 
-    A held run that is not running any more for another reason was finished by its holder
-    (which is recording it right now), was never claimed by it (a duplicate message), or
-    is a redelivery of a run interrupted before the hold began: none of those is a loss.
+    A run ``completed`` was completed by its holder; one not started while held was never
+    claimed by it (a duplicate message) or is a redelivery of a run ended before the hold
+    began. The holder itself may have just failed its run: the caller tells those apart
+    from losses (``worker.recovery``: the holder says so before recording its outcome).
     """
     if not held:
         return []
@@ -36,11 +38,12 @@ def run_renew_leases(*, held: dict[str, datetime], now: datetime) -> list[str]:
     renewed = store.execute("renew_leases", {"run_ids": ids, "now": now})
     if renewed == len(ids):
         return []
+    ended = (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.RETRYING)
     return [
         str(run_id)
-        for run_id, started in Run.objects.filter(
-            id__in=ids, status=RunStatus.INTERRUPTED
-        ).values_list("id", "started_at")
+        for run_id, started in Run.objects.filter(id__in=ids, status__in=ended).values_list(
+            "id", "started_at"
+        )
         if started is not None and started >= held[str(run_id)]
     ]
 

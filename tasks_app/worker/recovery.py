@@ -8,8 +8,9 @@ that process dies (SIGKILL, OOM, the hard time limit, the whole machine) the ren
 with it. A pool process that stood still past the stall window (SIGSTOP, a frozen VM) may
 have had its run handed to another worker: it kills itself rather than let its action run on
 beside the run's next attempt — at SIGCONT, before the action takes another step, or when
-its next renewal finds the run interrupted (the main process replaces it, as after any lost
-pool process).
+its next renewal finds the run ended by the sweep, interrupted, failed or retried (the main
+process replaces it, as after any lost pool process): no outcome is recorded twice and no
+retry overlaps the attempt it replaces.
 
 The lease's writes are service functions (``tasks_app.services.run_recovery``).
 """
@@ -21,7 +22,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
@@ -49,27 +50,36 @@ class LeaseKeeper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runs: dict[str, datetime] = {}  # run id -> when this process began holding it
+        self._finishing: set[str] = set()  # held runs whose outcome this process is recording
         self._renewed_at = time.monotonic()  # the last renewal, or the first hold after it
         self._thread: threading.Thread | None = None
         self._pid = 0
 
     @contextmanager
-    def hold(self, run_id: str) -> Iterator[None]:
-        """Renew ``run_id``'s lease for as long as the block runs."""
+    def hold(self, run_id: str) -> Iterator[Callable[[], None]]:
+        """Renew ``run_id``'s lease for as long as the block runs. The block calls what it is
+        given right before recording the run's outcome: from then on, the run not running
+        any more is this process's own doing, not a loss."""
         with self._lock:
             self._ensure_thread()
             if not self._runs:
                 self._renewed_at = time.monotonic()
             self._runs[run_id] = clock.now()
+
+        def finishing() -> None:
+            with self._lock:
+                self._finishing.add(run_id)
+
         try:
-            yield
+            yield finishing
         finally:
             with self._lock:
                 self._runs.pop(run_id, None)
+                self._finishing.discard(run_id)
 
     def _ensure_thread(self) -> None:
         if self._pid != os.getpid():
-            self._pid, self._runs, self._thread = os.getpid(), {}, None
+            self._pid, self._runs, self._finishing, self._thread = os.getpid(), {}, set(), None
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="run-lease", daemon=True)
             self._thread.start()
@@ -90,8 +100,10 @@ class LeaseKeeper:
                 connection.close()
                 continue
             self._renewed_at = started
+            with self._lock:  # read after the statement: see run_renew_leases
+                lost = [run_id for run_id in lost if run_id not in self._finishing]
             if lost:
-                lease_lost(lost, why="interrupted and handed to another worker")
+                lease_lost(lost, why="ended by the sweep (interrupted, failed or retried)")
 
     def stood_still(self) -> tuple[list[str], float]:
         """The runs held and how long ago their lease was last renewed (no lock: called from
@@ -134,6 +146,7 @@ def stop_actions_resumed_past_their_lease(**_: Any) -> None:
 _keeper = LeaseKeeper()
 
 
-def lease(run_id: str) -> AbstractContextManager[None]:
-    """``with lease(run_id): ...`` — keep the run's lease fresh while executing it."""
+def lease(run_id: str) -> AbstractContextManager[Callable[[], None]]:
+    """``with lease(run_id) as finishing: ...`` — keep the run's lease fresh while executing
+    it; call ``finishing()`` right before recording its outcome."""
     return _keeper.hold(run_id)
