@@ -76,8 +76,18 @@ class DatabaseClock:
             if not connection.in_atomic_block:  # a broken connection: a new one next time
                 connection.close_if_unusable_or_obsolete()
             return
-        self._reading = (instant, (before + after) / 2)
+        at = (before + after) / 2
+        previous = self._reading
+        self._reading = (instant, at)
         self._read_at = after
+        if previous is not None:
+            moved = (instant - previous[0]).total_seconds() - (at - previous[1])
+            if abs(moved) > app_settings.CLOCK_SKEW_WARN_SECONDS:
+                log.warning(
+                    "the database's clock moved %+.3f s against this host's monotonic clock "
+                    "since it was last read: the system follows it",
+                    moved,
+                )
         self.check()
 
     def skew_seconds(self) -> float | None:
