@@ -35,14 +35,13 @@ from django.core import checks
 from django.core.checks import CheckMessage, register
 from django.core.exceptions import ImproperlyConfigured
 
-from . import clock
+from . import clock, queues
 from .conf import app_settings
 
 CONSUMER_PATH = "tasks_app.worker.consumer:Consumer"
 AMQP_PATH = "tasks_app.queues:AMQP"
 INSTALL_DOC = "docs/install.md, step 4 (the Celery app)"
 # Brokers whose publishes the broker confirms (publisher confirms), as kombu calls them.
-AMQP_SCHEMES = ("amqp://", "amqps://", "pyamqp://")
 
 # The highest broker priority of a classic queue (x-max-priority): a run's priority is 0-9.
 MAX_PRIORITY = 10
@@ -228,9 +227,8 @@ def check_celery_settings(
                 "worker_consumer", consumer, CONSUMER_PATH, "each ETA run is freed only by a GC"
             )
         )
-    broker = str(app.conf.get("broker_url") or "")
     options = app.conf.get("broker_transport_options") or {}
-    if broker.startswith(AMQP_SCHEMES) and not options.get("confirm_publish"):
+    if queues.on_rabbitmq(app.conf.get("broker_url")) and not options.get("confirm_publish"):
         found.append(
             _overridden(
                 "broker_transport_options",

@@ -176,8 +176,7 @@ class BatchPublisher:
 
     @staticmethod
     def supported(app: Any) -> bool:
-        url = str(app.conf.broker_write_url or app.conf.broker_url or "")
-        return url.startswith(("amqp://", "amqps://", "pyamqp://"))
+        return queues.on_rabbitmq(app.conf.broker_write_url or app.conf.broker_url)
 
     def publish(self, runs: list[Run], *, now: datetime) -> list[UUID]:
         """Publish ``runs``; return the ids the broker did not confirm.

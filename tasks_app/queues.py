@@ -94,6 +94,11 @@ def check(app: Any, names: Iterable[str]) -> None:
                 raise QueueMismatch(explain(exc, name) or str(exc)) from exc
 
 
+def on_rabbitmq(url: object) -> bool:
+    """Whether the broker URL ``url`` names RabbitMQ (AMQP), not the Postgres broker."""
+    return str(url or "").startswith(("amqp://", "amqps://", "pyamqp://"))
+
+
 def quorum() -> bool:
     return bool(app_settings.QUEUE_TYPE == "quorum")
 

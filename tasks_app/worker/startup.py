@@ -82,7 +82,7 @@ def consume_due_lanes(sender: str, instance: Any, **_: Any) -> None:
     for name in list(table.consume_from):
         if not queues.is_lane(name):
             table.select_add(queues.lane(name))
-    if not str(instance.app.conf.broker_url).startswith(("amqp://", "amqps://", "pyamqp://")):
+    if not queues.on_rabbitmq(instance.app.conf.broker_url):
         return
     try:
         queues.check(instance.app, list(table.consume_from))
