@@ -101,9 +101,7 @@ def record_clock(name: str) -> None:
         return
     try:
         cache.set(_clock_key(name), round(skew, 3), timeout=3 * CLOCK_RECORD_SECONDS)
-        names = cache.get(cache_key(CLOCK_NAMES)) or []
-        if name not in names:  # the cache cannot list keys: keep the names apart
-            cache.set(cache_key(CLOCK_NAMES), sorted({*names, name})[-1000:], timeout=None)
+        _remember(CLOCK_NAMES, name)
         _clock_recorded[name] = mono
     except Exception:  # the cache is optional for the process's real work
         log.warning("could not record this process's clock offset in the cache", exc_info=True)
@@ -130,6 +128,14 @@ def last_beat_tick() -> datetime | None:
     return parse_datetime(value) if isinstance(value, str) else None
 
 
+def _remember(names_key: str, name: str) -> None:
+    """Add ``name`` to the list under ``names_key`` (the cache cannot list keys: the names
+    of per-process entries are kept apart)."""
+    names = cache.get(cache_key(names_key)) or []
+    if name not in names:
+        cache.set(cache_key(names_key), sorted({*names, name})[-1000:], timeout=None)
+
+
 def record_worker_heartbeat(hostname: str, now: datetime) -> None:
     """Store a worker's heartbeat; it expires after three periods. Never raises."""
     try:
@@ -138,9 +144,7 @@ def record_worker_heartbeat(hostname: str, now: datetime) -> None:
             now.isoformat(),
             timeout=3 * WORKER_HEARTBEAT_SECONDS,
         )
-        names = cache.get(cache_key(WORKER_NAMES)) or []
-        if hostname not in names:  # the cache cannot list keys: keep the names apart
-            cache.set(cache_key(WORKER_NAMES), sorted({*names, hostname})[-1000:], timeout=None)
+        _remember(WORKER_NAMES, hostname)
     except Exception:  # the cache is optional for a worker's real work
         log.warning("could not record the worker heartbeat in the cache", exc_info=True)
 
