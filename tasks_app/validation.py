@@ -10,6 +10,8 @@ entry point shows the same sentence.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -121,10 +123,16 @@ def cron_problem(exc: Exception) -> str:
 # - U+0000 (NUL): Postgres text and jsonb cannot hold it;
 # - a lone surrogate ("\ud800", a legal JSON escape, and what Python makes of bytes that are
 #   not UTF-8 in a command-line argument): it cannot be encoded as UTF-8 for the database;
+# - a number that is not finite (NaN, Infinity, or 1e400, which Python reads as infinity):
+#   JSON has no such number, and jsonb refuses it;
 # - JSON nested deeper than MAX_JSON_DEPTH levels: deep enough for any payload, shallow
-#   enough that validation and serialization never reach Python's recursion limit.
+#   enough that validation and serialization never reach Python's recursion limit;
+# - JSON longer than MAX_JSON_BYTES (UTF-8): a payload is carried by every run and message.
 MAX_JSON_DEPTH = 32
 TOO_DEEP = f"nests deeper than {MAX_JSON_DEPTH} levels"
+MAX_JSON_BYTES = 1024 * 1024
+TOO_LARGE = f"is larger than {MAX_JSON_BYTES:,} bytes as JSON"
+NOT_FINITE = "numbers must be finite (NaN, Infinity and numbers beyond ±1.8e308 are not JSON)"
 TEXT_FIELDS = ("id", "name", "description", "action", "queue", "cron", "timezone")
 
 
@@ -149,6 +157,8 @@ def json_problem(value: Any, path: str = "", depth: int = 0) -> tuple[str, str] 
     if isinstance(value, str):
         problem = string_problem(value)
         return None if problem is None else (path, problem)
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, NOT_FINITE)
     if isinstance(value, Mapping):
         for key, item in value.items():
             where = f"{path}.{key}" if path else str(key)
@@ -164,6 +174,81 @@ def json_problem(value: Any, path: str = "", depth: int = 0) -> tuple[str, str] 
             if found is not None:
                 return found
     return None
+
+
+def json_value_problem(value: Any, path: str = "") -> tuple[str, str] | None:
+    """:func:`json_problem`, then the size: the one check of a JSON value every way in
+    shares (a parsed body, a form's text, a command-line option, a call's arguments)."""
+    found = json_problem(value, path)
+    if found is not None:
+        return found
+    try:
+        size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode())
+    except (TypeError, ValueError):  # not JSON at all: the caller's own check words it
+        return None
+    return (path, TOO_LARGE) if size > MAX_JSON_BYTES else None
+
+
+class JSONProblem(ValueError):
+    """Why JSON text cannot be taken: ``where`` (a dotted path inside the value, ``""`` for
+    the value itself) and ``what``; ``unreadable`` when the text is not JSON at all."""
+
+    def __init__(self, where: str, what: str, *, unreadable: bool = False) -> None:
+        super().__init__(f"{where}: {what}" if where else what)
+        self.where, self.what, self.unreadable = where, what, unreadable
+
+    def at(self, field: str) -> str:
+        """The message on ``field`` (a form's field, a command-line option)."""
+        if not self.where or self.what == TOO_DEEP:  # depth is the whole field's
+            return self.what
+        return f"at {field}.{self.where}: {self.what}"
+
+
+def read_json(text: str | bytes, *, content: bool = True, sized: bool = True) -> Any:
+    """The value of the JSON ``text`` a person gave, read with every guard, or
+    :class:`JSONProblem`: not UTF-8 or not JSON, longer than ``MAX_JSON_BYTES``, nested
+    deeper than ``MAX_JSON_DEPTH`` (found before parsing, without recursion: Python's
+    parser recurses, and 100,000 levels raise inside it), or holding what Postgres cannot
+    store, a number that is not finite included (Python reads ``NaN``, ``Infinity`` and
+    ``1e400`` as floats; :func:`json_problem` then names where they are).
+
+    The one entrance of JSON text: the API's body, the admin's payload fields and "Run now
+    with..." (:func:`parse_json`), the CLI's ``--payload``. ``content=False`` reads only
+    (not JSON, too large, too deep for the parser), for a caller whose value goes to a
+    service that checks the content with :func:`storable_errors` (the CLI: a refused value
+    is then its field's error, exit status 1, not a usage error). ``sized=False`` leaves the
+    size to the caller (the API: its body limit, and the services' check of the payload)."""
+    if isinstance(text, bytes):
+        if sized and len(text) > MAX_JSON_BYTES:
+            raise JSONProblem("", TOO_LARGE)
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JSONProblem("", f"not UTF-8: {exc}", unreadable=True) from None
+    if sized and len(text.encode("utf-8", "surrogatepass")) > MAX_JSON_BYTES:
+        raise JSONProblem("", TOO_LARGE)
+    deep, key = _too_deep(text) if content else (False, None)
+    if deep:
+        raise JSONProblem(key or "", TOO_DEEP)
+    try:
+        value = json.loads(text)
+    except RecursionError:  # not reached after the depth check; kept as a guard
+        raise JSONProblem("", TOO_DEEP) from None
+    except ValueError as exc:
+        raise JSONProblem("", f"not valid JSON: {exc}", unreadable=True) from None
+    found = None if not content else json_value_problem(value) if sized else json_problem(value)
+    if found is not None:
+        raise JSONProblem(*found)
+    return value
+
+
+def parse_json(text: str | bytes, *, field: str) -> Any:
+    """:func:`read_json`, its refusal a ``ValidationError`` on ``field`` (``at
+    payload.items.0: ...`` for a place inside the value)."""
+    try:
+        return read_json(text)
+    except JSONProblem as exc:
+        raise ValidationError({field: [exc.at(field)]}) from None
 
 
 def string_problem_of(value: Any) -> str | None:
@@ -183,7 +268,7 @@ def storable_errors(task: Task) -> dict[str, list[str]]:
     for name in TEXT_FIELDS:
         if (problem := string_problem_of(getattr(task, name))) is not None:
             errors[name] = [problem]
-    found = json_problem(task.payload, "payload")
+    found = json_value_problem(task.payload, "payload")
     if found is not None:  # reported on the field (a form has no "payload.items.0")
         where, what = found
         errors["payload"] = [what if where == "payload" else f"at {where}: {what}"]
@@ -370,6 +455,12 @@ def too_deep_at(text: str) -> str | None:
     """The top-level key of the JSON object ``text`` whose value nests deeper than
     ``MAX_JSON_DEPTH`` (the field :func:`json_problem` names), found without recursion;
     ``None`` when the culprit is not under a key of a top-level object."""
+    return _too_deep(text)[1]
+
+
+def _too_deep(text: str) -> tuple[bool, str | None]:
+    """Whether ``text`` nests deeper than ``MAX_JSON_DEPTH`` (read without recursion, so
+    before any parser recurses) and, if so, the top-level key it is under (or ``None``)."""
     depth, in_string, escaped = 0, False, False
     last = ""  # the last character outside strings that is not white space
     key_start, key = -1, None
@@ -392,7 +483,7 @@ def too_deep_at(text: str) -> str | None:
             if char in "{[":
                 depth += 1
                 if depth > MAX_JSON_DEPTH + 1:
-                    return key
+                    return True, key
             elif char in "}]":
                 depth -= 1
-    return None
+    return False, None

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
-from django.forms.fields import InvalidJSONInput
+from django.forms.fields import InvalidJSONInput, JSONString
 
 from .. import actions, permissions, secret_fields, services, validation
 from ..models import Task
@@ -55,20 +55,23 @@ class ActionField(forms.ChoiceField):
 
 
 class PayloadField(forms.JSONField):
-    """The payload as JSON text. What cannot be stored (``validation.json_problem``: lone
-    surrogates, NUL, nesting past ``MAX_JSON_DEPTH``) is a form error on the field, and a
-    refused payload is shown again as it was typed (re-encoding it would fail)."""
+    """The payload as JSON text, read by ``validation.read_json`` (the one reader of JSON
+    text: what cannot be stored — lone surrogates, NUL, numbers that are not finite, nesting
+    past ``MAX_JSON_DEPTH``, more than ``MAX_JSON_BYTES`` — is a form error on the field), and
+    a refused payload is shown again as it was typed (re-encoding it would fail)."""
 
     def to_python(self, value: Any) -> Any:
+        if self.disabled:
+            return value
+        if value in self.empty_values:
+            return None
+        if isinstance(value, list | dict | int | float | JSONString):
+            return value
         try:
-            data = super().to_python(value)
-        except RecursionError:
-            raise ValidationError(validation.TOO_DEEP) from None
-        found = validation.json_problem(data, "payload")
-        if found is not None:
-            where, what = found
-            raise ValidationError(what if where == "payload" else f"at {where}: {what}")
-        return data
+            data = validation.read_json(value)
+        except validation.JSONProblem as exc:
+            raise ValidationError(exc.at("payload")) from None
+        return JSONString(data) if isinstance(data, str) else data
 
     def bound_data(self, data: Any, initial: Any) -> Any:
         if self.disabled:
@@ -137,7 +140,16 @@ class TaskForm(forms.ModelForm):
         without the run permission, so say it on the field before saving anything."""
         missing = permissions.missing_permissions(self.user, "execute")
         if missing:
-            self.add_error(field, f"This creates runs, which needs {', '.join(missing)}.")
+            self.add_error(
+                field if field in self.fields else None,
+                f"This creates runs, which needs {', '.join(missing)}.",
+            )
+
+    def _update_errors(self, errors: ValidationError) -> None:
+        # Every error, the model's own checks' (``Task.clean``) included, on a field the
+        # form shows, or else on the form naming the field: a task declared in code has its
+        # definition read-only, and Django raises for an error on a field the form lacks.
+        super()._update_errors(_on_the_form(errors, self.fields))  # type: ignore[misc]
 
     def clean_payload(self) -> Any:
         # The form shows each stored secret as "set" (``TaskAdmin.get_object``): sent back
@@ -170,7 +182,7 @@ class TaskForm(forms.ModelForm):
             with django_task_paths.own_function_checked(own):
                 validate_task(self.instance, stored=stored)
         except ValidationError as exc:
-            self._update_errors(_on_the_form(exc, self.fields))  # type: ignore[attr-defined]
+            self._update_errors(exc)
         if self.user is not None and "schedule_type" not in self.errors:
             if schedule_makes_runs(self.instance, previous=previous):
                 self._check_runs_created("schedule_type")

@@ -57,10 +57,7 @@ def _posted_payload(request: HttpRequest) -> Any:
     text = request.POST.get("payload")
     if text is None:
         return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise ValidationError({"payload": [f"not JSON: {exc}"]}) from None
+    return validation.parse_json(text, field="payload")
 
 
 @admin.register(Task)

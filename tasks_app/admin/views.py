@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -226,11 +225,9 @@ def payload_check_view(request: HttpRequest) -> JsonResponse:
     if request.method != "POST":
         return JsonResponse({"error": "POST action and payload"}, status=405)
     try:
-        payload = json.loads(request.POST.get("payload") or "{}")
-    except json.JSONDecodeError as exc:
-        return JsonResponse({"ok": False, "errors": [f"not valid JSON: {exc}"]})
-    except RecursionError:
-        return JsonResponse({"ok": False, "errors": [validation.TOO_DEEP]})
+        payload = validation.read_json(request.POST.get("payload") or "{}")
+    except validation.JSONProblem as exc:
+        return JsonResponse({"ok": False, "errors": [exc.at("payload")]})
     if stored is not None:
         # The form holds "set" for each secret: check the value it stands for.
         try:

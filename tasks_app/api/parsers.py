@@ -1,10 +1,11 @@
 """JSON bodies only, at most ``DATA_UPLOAD_MAX_MEMORY_SIZE`` bytes, storable as they are.
 
 DRF reads the request stream itself, bypassing Django's body-size check, so the limit is
-enforced here (413). What Postgres cannot store, or Python cannot walk (NUL, lone
-surrogates, nesting deeper than ``validation.MAX_JSON_DEPTH``; the rules are in
-``tasks_app.validation``), is refused for the whole body here (400 naming where it is),
-before any serializer walks it.
+enforced here (413). The body is read by ``validation.read_json``, the one reader of JSON
+text every way in shares: what Postgres cannot store, or Python cannot walk (NUL, lone
+surrogates, numbers that are not finite, nesting deeper than ``validation.MAX_JSON_DEPTH``)
+is refused for the whole body here (400 naming where it is), before any serializer walks
+it; text that is not JSON is DRF's ``JSON parse error``.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import io
 from typing import Any
 
 from django.conf import settings
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
-from ..validation import TOO_DEEP, json_problem, too_deep_at
+from ..validation import JSONProblem, read_json
 from .errors import NON_FIELD, PayloadTooLarge
 
 
@@ -37,13 +38,10 @@ class LimitedJSONParser(JSONParser):
                 raise PayloadTooLarge(limit)
             stream = io.BytesIO(body)
         try:
-            data = super().parse(stream, media_type, parser_context)
-        except RecursionError:  # how deep that is depends on the stack the parser ran on
-            stream.seek(0)
-            where = too_deep_at(stream.read().decode("utf-8", "replace"))
-            raise ValidationError({where or NON_FIELD: [TOO_DEEP]}) from None
-        problem = json_problem(data)
-        if problem is not None:
-            where, what = problem
-            raise ValidationError({where or NON_FIELD: [what]})
-        return data
+            return read_json(
+                stream.read(), sized=False
+            )  # the limit above; a payload's: the services
+        except JSONProblem as exc:
+            if exc.unreadable:
+                raise ParseError(f"JSON parse error - {exc.what}") from None
+            raise ValidationError({exc.where or NON_FIELD: [exc.what]}) from None

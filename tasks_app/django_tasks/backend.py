@@ -13,7 +13,7 @@ from .. import clock
 from ..celery_defaults import project_app
 from ..models import Run
 from ..services.django_task import django_task_enqueue, django_task_enqueue_many
-from ..validation import check_run_at, configured_queues
+from ..validation import check_run_at, configured_queues, json_value_problem
 from .framework import (
     ACTION,
     DEFAULT_TASK_PRIORITY,
@@ -126,6 +126,10 @@ def _call(
 ) -> tuple[list[Any], dict[str, Any]]:
     """``args`` and ``kwargs`` as stored (JSON), once they survive JSON and fit the
     function's signature (``TypeError`` naming the argument or the mismatch)."""
+    args, kwargs = list(args), dict(kwargs)
+    for where, value in (("args", args), ("kwargs", kwargs)):  # depth first: no recursion limit
+        if (found := json_value_problem(value, where)) is not None:
+            raise TypeError(f"{task.module_path}: {found[0]}: {found[1]}")
     try:
         stored_args = stored_json(list(args), "args")
         stored_kwargs = stored_json(dict(kwargs), "kwargs")

@@ -132,7 +132,7 @@ def test_run_now_with_a_payload_runs_it_and_a_bad_one_says_why(operator) -> None
     response = operator.post(url, {"payload": '{"message": "once"}'})
     assert response.status_code == 302
     assert Run.objects.get(task=task).payload == {"message": "once"}
-    for bad, said in (("{", "payload: not JSON"), ('{"x": 1}', "does not fit action")):
+    for bad, said in (("{", "payload: not valid JSON"), ('{"x": 1}', "does not fit action")):
         operator.post(url, {"payload": bad})
         assert said in operator.get(change_url(task)).content.decode()
     assert Run.objects.filter(task=task).count() == 1

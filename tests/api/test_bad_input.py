@@ -94,6 +94,30 @@ CASES: dict[str, tuple[str, str, Any, int, str, str]] = {
         "JSON parse error",
     ),
     "body that is not JSON": ("post", "/api/tasks", b"{not json", 400, "", "JSON parse error"),
+    "payload number 1e400 (infinite once read)": (
+        "post",
+        "/api/tasks",
+        b'{"id": "edge", "action": "noop", "payload": {"n": 1e400}}',
+        400,
+        "payload.n",
+        "numbers must be finite",
+    ),
+    "payload NaN": (
+        "post",
+        "/api/tasks",
+        b'{"id": "edge", "action": "noop", "payload": {"n": [NaN]}}',
+        400,
+        "payload.n.0",
+        "numbers must be finite",
+    ),
+    "run now with 1e400": (
+        "post",
+        "/api/tasks/ok/execute",
+        b'{"payload": {"n": -1e400}}',
+        400,
+        "payload.n",
+        "numbers must be finite",
+    ),
     "cron with Arabic-Indic digits": (
         "post",
         "/api/tasks",
@@ -394,3 +418,20 @@ def test_a_body_too_deep_for_the_parser_still_names_the_field() -> None:
     body = '{"id": "t", "name": "a \\" {[", "payload": {"a": ' + nested(100_000) + "}}"
     assert too_deep_at(body) == "payload"
     assert too_deep_at('{"payload": ' + nested(5) + "}") is None
+
+
+def test_a_payload_over_a_mib_is_refused_naming_it_whatever_the_body_limit(
+    api: APIClient, settings
+) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4 * 1024 * 1024
+    task = services.task_create(id="ok", action="echo", payload={"message": "hi"})
+    before = counts()
+    big = {"message": "a" * (1024 * 1024 + 1)}
+    for path, body in (
+        ("/api/tasks", {"id": "big", "action": "echo", "payload": big}),
+        (f"/api/tasks/{task.pk}/execute", {"payload": big}),
+    ):
+        response = api.post(path, body, format="json")
+        assert response.status_code == 400, response.content[:300]
+        assert response.json()["detail"]["payload"] == ["is larger than 1,048,576 bytes as JSON"]
+    assert counts() == before

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shlex
 from collections.abc import Callable
@@ -45,12 +44,12 @@ def instant(text: str) -> datetime:
 
 
 def json_object(text: str) -> dict[str, Any]:
+    """A JSON object, read by ``validation.read_json`` (what it holds is checked by the
+    service it goes to, as the field's error: exit status 1)."""
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from exc
-    except RecursionError:
-        raise argparse.ArgumentTypeError(validation.TOO_DEEP) from None
+        value = validation.read_json(text, content=False)
+    except validation.JSONProblem as exc:
+        raise argparse.ArgumentTypeError(exc.what) from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object")
     return value
