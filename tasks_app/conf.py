@@ -21,6 +21,7 @@ prints it; a test compares).
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar, overload
 
@@ -132,6 +133,8 @@ class Number(Setting[T]):
 
     def clean(self, value: Any) -> T:
         if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.error(value)
+        if not math.isfinite(value):  # NaN compares false with every bound
             raise self.error(value)
         if self.integer and not isinstance(value, int):
             if not float(value).is_integer():

@@ -2,7 +2,9 @@
 its first characters and its expiry, never anything that authenticates. Revoking is the
 delete permission; a new token is minted by a superuser here (shown once, in the message
 after saving) or with ``manage.py api_token create``: a token for another user is that
-user's power, so the add permission alone is not enough.
+user's power, so the add permission alone is not enough. Both mint through
+``tokens.token_create``, one rule: an expiry left blank is ``TASKS_API_TOKEN_DAYS`` from
+now, and none is later than 366 days from now (there is no token that never expires).
 
 Registered only when ``knox`` is installed: without it, importing knox's model stops
 Django's start with a ``RuntimeError``, and ``manage.py check`` could not say what is
@@ -12,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.apps import apps
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from .. import permissions
+from .. import permissions, tokens
 
 if apps.is_installed("knox"):
     from knox.admin import AuthTokenAdmin
@@ -25,8 +28,34 @@ if apps.is_installed("knox"):
     if admin.site.is_registered(AuthToken):
         admin.site.unregister(AuthToken)
 
+    class TokenMintForm(forms.ModelForm):
+        """Whose token and, optionally, when it expires: checked by ``tokens.token_expiry``
+        (the CLI's rule), the token minted by ``tokens.token_create`` on save."""
+
+        class Meta:
+            model = AuthToken
+            fields = ("user", "expiry")
+            help_texts = {
+                "expiry": f"Blank: {tokens.app_settings.API_TOKEN_DAYS:g} days from now "
+                f"(TASKS_API_TOKEN_DAYS); at most {tokens.MAX_TOKEN_DAYS} days from now.",
+            }
+
+        def clean_expiry(self) -> Any:
+            expires_at = self.cleaned_data.get("expiry")
+            try:
+                return tokens.token_expiry(expires_at=expires_at)
+            except ValueError as exc:
+                raise forms.ValidationError(str(exc).removeprefix("expiry ")) from None
+
+        def clean_user(self) -> Any:
+            user = self.cleaned_data.get("user")
+            if user is not None and (problem := tokens.mint_refusal(user)) is not None:
+                raise forms.ValidationError(problem)
+            return user
+
     @admin.register(AuthToken)
     class ApiTokenAdmin(AuthTokenAdmin):
+        add_form = TokenMintForm
         list_display = ("token_key", "user", "created", "expiry")
         search_fields = ("token_key", "user__username")
         list_select_related = ("user",)
@@ -42,3 +71,16 @@ if apps.is_installed("knox"):
 
         def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
             return False
+
+        def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+            if change:  # no change permission: never reached
+                return
+            minted = tokens.token_create(
+                user=form.cleaned_data["user"], expires_at=form.cleaned_data["expiry"]
+            )
+            saved = AuthToken.objects.get(digest=minted.digest)
+            obj.__dict__.update({k: v for k, v in saved.__dict__.items() if k != "_state"})
+            obj._state.adding, obj._state.db = False, saved._state.db
+            self.message_user(
+                request, f"TOKEN {minted.token} (shown once: store it now)", messages.INFO
+            )

@@ -178,3 +178,11 @@ def test_the_command_refuses_bad_input_naming_the_field(db: None) -> None:
         call_command("api_token", "create", "alice", "--days", "0")
     with pytest.raises(CommandError, match="username: no user 'bob'"):
         call_command("api_token", "create", "bob")
+
+
+@pytest.mark.parametrize("days", ["nan", "inf", "-1", "0", "367"])
+def test_the_command_refuses_a_life_outside_the_rule(days: str) -> None:
+    User.objects.create_user("carol", password="pw-Carol-2026")
+    with pytest.raises(CommandError, match="--days must be more than 0 and at most 366"):
+        call_command("api_token", "create", "carol", "--days", days)
+    assert not AuthToken.objects.exists()

@@ -64,6 +64,16 @@ BAD_VALUES = {
         2,
         "TASKS_RETENTION_SHARE must be a number between 0.01 and 1, not 2",
     ),
+    "NaN, which every comparison lets through": (
+        "TASKS_API_TOKEN_DAYS",
+        float("nan"),
+        "TASKS_API_TOKEN_DAYS must be a number between 0 and 366, not nan",
+    ),
+    "infinity for a number without an upper bound": (
+        "TASKS_BEAT_TICK_SECONDS",
+        float("inf"),
+        "TASKS_BEAT_TICK_SECONDS must be a number > 0, not inf",
+    ),
     "a fraction for a whole number": (
         "TASKS_DEFAULT_TIMEOUT_SECONDS",
         0.5,
