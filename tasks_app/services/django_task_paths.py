@@ -19,17 +19,21 @@ only to let people choose ``@task`` functions.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
+from django.apps import apps
+
 from ..actions.allowlist import matches, unmatched
 from ..conf import app_settings
-from ..django_tasks.framework import function_task_id
+from ..django_tasks.framework import ACTION, Task, function_task_id
 
 if TYPE_CHECKING:
-    from ..models import Task
+    from ..models import Task as TaskRow
 
 SETTING = "TASKS_DJANGO_TASKS"
 # Who the audit trail names as the creator of the tasks enqueues write
@@ -48,7 +52,7 @@ def own_function(task_id: str, payload: object) -> bool:
 
 
 def chosen_in_code(
-    task: Task, *, previous: Task | None, by: object = "", declared: bool = False
+    task: TaskRow, *, previous: TaskRow | None, by: object = "", declared: bool = False
 ) -> bool:
     """Whether ``task`` calls its own ``@task`` function as code chose it, so that the
     function is not held to the setting: the task is made by an enqueue (``by``
@@ -85,3 +89,44 @@ def run_refusal(path: str, *, task_id: str) -> str | None:
     """Why a run of the task ``task_id`` may not call ``path`` now (``None``: it may): the
     setting admits it, or the task is the function's own. Imports nothing, reads nothing."""
     return None if function_task_id(path) == task_id else path_refusal(path)
+
+
+def function_of_id(task_id: str) -> str | None:
+    """The dotted path of the importable ``@task`` function whose own task has the id
+    ``task_id`` (its enqueues are that task's runs), or ``None``.
+
+    To know, the module is imported only where importing is already the project's choice:
+    a module already imported, one inside an installed app's package (where Django and
+    Celery look for modules themselves), or one ``TASKS_DJANGO_TASKS`` admits; never any
+    other module a person names. A module that fails to import holds no function."""
+    module_path, _, name = task_id.rpartition(".")
+    if not module_path or not name.isidentifier():
+        return None
+    module = sys.modules.get(module_path)
+    if module is None:
+        if apps.get_containing_app_config(module_path) is None and not matches(
+            task_id, app_settings.DJANGO_TASKS
+        ):
+            return None
+        try:
+            module = importlib.import_module(module_path)
+        except Exception:  # not importable (or broken): no function to reserve the id for
+            return None
+    found = getattr(module, name, None)
+    if isinstance(found, Task) and function_task_id(found.module_path) == task_id:
+        return str(found.module_path)
+    return None
+
+
+def id_refusal(task: TaskRow) -> str | None:
+    """Why ``task`` may not have its id (``None``: it may): the id is a ``@task``
+    function's, whose enqueues need that task, and only the function's own task (action
+    ``django_task`` calling that function) may hold it. Asked of every task saved, whoever
+    saves it (admin, API, CLI, a declared schedule)."""
+    path = function_of_id(str(task.pk or ""))
+    if path is None or (task.action == ACTION and own_function(task.pk, task.payload)):
+        return None
+    return (
+        f"{task.pk!r} is the id of the task of the @task function {path} (its enqueues "
+        "are that task's runs): choose another id"
+    )

@@ -31,6 +31,7 @@ from ..validation import (
     not_both,
     storable_errors,
 )
+from . import django_task_paths
 
 # A stored task's ``(run_at, schedule_type)``: an unchanged ``once`` instant is not checked
 # against the clock again (it may have passed while the task waited).
@@ -72,6 +73,8 @@ def validate_task(
         return
     errors: dict[str, list[str]] = {}
     now = now or clock.now()
+    if (taken := django_task_paths.id_refusal(task)) is not None:
+        errors["id"] = [taken]
 
     try:
         action = actions.get(task.action)
