@@ -534,8 +534,8 @@ class AppSettings:
     # --- API ---------------------------------------------------------------------------
     API_TOKEN_DAYS = Number(
         30.0,
-        "how long a token minted without `--days` (`manage.py api_token create`, the admin's "
-        "tokens page) stays valid, in days",
+        "how long a token minted without `--days` (`manage.py api_token create`) or with a "
+        "blank expiry (the admin's tokens page) stays valid, in days; none lives past 366",
         low=0,
         above=True,
         high=366,

@@ -143,6 +143,8 @@ def test_the_environment_spells_each_type() -> None:
     [
         ("TASKS_MAX_INTERRUPTIONS", "three", "must be a whole number >= 0, not 'three'"),
         ("TASKS_STALL_SECONDS", "-1", "must be a number > 0, not '-1'"),
+        ("TASKS_API_TOKEN_DAYS", "nan", "must be a number between 0 and 366, not 'nan'"),
+        ("TASKS_STALL_SECONDS", "inf", "must be a number > 0, not 'inf'"),
         ("TASKS_BEAT_LOG_TICKS", "maybe", "must be one of 1, true, yes, on, 0, false, no, off"),
     ],
 )
