@@ -207,10 +207,11 @@ class JSONProblem(ValueError):
 def read_json(text: str | bytes, *, content: bool = True, sized: bool = True) -> Any:
     """The value of the JSON ``text`` a person gave, read with every guard, or
     :class:`JSONProblem`: not UTF-8 or not JSON, longer than ``MAX_JSON_BYTES``, nested
-    deeper than ``MAX_JSON_DEPTH`` (found before parsing, without recursion: Python's
-    parser recurses, and 100,000 levels raise inside it), or holding what Postgres cannot
-    store, a number that is not finite included (Python reads ``NaN``, ``Infinity`` and
-    ``1e400`` as floats; :func:`json_problem` then names where they are).
+    deeper than ``MAX_JSON_DEPTH`` (past the parser's own limit, 100,000 levels raise
+    ``RecursionError`` inside it: caught, and the place found by a scan that does not
+    recurse), or holding what Postgres cannot store, a number that is not finite included
+    (Python reads ``NaN``, ``Infinity`` and ``1e400`` as floats; :func:`json_problem` then
+    names where they are, so the message says which field).
 
     The one entrance of JSON text: the API's body, the admin's payload fields and "Run now
     with..." (:func:`parse_json`), the CLI's ``--payload``. ``content=False`` reads only
@@ -227,13 +228,10 @@ def read_json(text: str | bytes, *, content: bool = True, sized: bool = True) ->
             raise JSONProblem("", f"not UTF-8: {exc}", unreadable=True) from None
     if sized and len(text.encode("utf-8", "surrogatepass")) > MAX_JSON_BYTES:
         raise JSONProblem("", TOO_LARGE)
-    deep, key = _too_deep(text) if content else (False, None)
-    if deep:
-        raise JSONProblem(key or "", TOO_DEEP)
     try:
         value = json.loads(text)
-    except RecursionError:  # not reached after the depth check; kept as a guard
-        raise JSONProblem("", TOO_DEEP) from None
+    except RecursionError:  # the parser's own limit (about 1,000 levels): name where it is
+        raise JSONProblem(_too_deep(text)[1] or "", TOO_DEEP) from None
     except ValueError as exc:
         raise JSONProblem("", f"not valid JSON: {exc}", unreadable=True) from None
     found = None if not content else json_value_problem(value) if sized else json_problem(value)
