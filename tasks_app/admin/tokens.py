@@ -19,11 +19,13 @@ from django.apps import apps
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from .. import permissions, tokens
+from .. import permissions
 
 if apps.is_installed("knox"):
     from knox.admin import AuthTokenAdmin
     from knox.models import AuthToken
+
+    from .. import tokens
 
     if admin.site.is_registered(AuthToken):
         admin.site.unregister(AuthToken)

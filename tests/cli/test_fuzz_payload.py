@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks_app import services
+from tasks_app.models import Task
 from tests.fuzzing import payload_texts
 from tests.stored_rows import counts
 
@@ -32,7 +33,7 @@ EXAMPLES = 60
     payload=payload_texts,
 )
 def test_payload_options(db: None, verb: str, payload: str) -> None:
-    if not services.Task.objects.filter(pk="fuzz").exists():
+    if not Task.objects.filter(pk="fuzz").exists():
         services.task_create(id="fuzz", action="echo", payload={"message": "hi"})
     args = {
         "create": ("create", "fuzz-new", "--action", "echo"),
@@ -48,4 +49,5 @@ def test_payload_options(db: None, verb: str, payload: str) -> None:
         assert "payload" in message, message
         assert counts() == before
     else:
-        services.Task.objects.filter(pk="fuzz-new").delete()
+        if (made := Task.objects.filter(pk="fuzz-new").first()) is not None:
+            services.task_delete(task=made)
