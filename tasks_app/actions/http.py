@@ -107,7 +107,7 @@ def check_payload(payload: dict[str, JSON]) -> None:
     except ActionError as exc:
         errors.append(f"url: {exc}")
     headers = payload.get("headers")
-    for name, value in (headers.items() if isinstance(headers, dict) else ()):
+    for name, value in headers.items() if isinstance(headers, dict) else ():
         if not isinstance(value, str):
             continue
         if _UNSENDABLE.search(value):

@@ -16,8 +16,8 @@ from django.db.models.base import ModelState
 from psycopg.types.json import Jsonb
 
 from .. import clock, store, validation
-from ..django_tasks.framework import ACTION, function_task_fields, function_task_id
 from ..choices import REQUESTED_BY_CODE
+from ..django_tasks.framework import ACTION, function_task_fields, function_task_id
 from ..models import Run, RunStatus, Task, Trigger
 from .django_task_paths import ENQUEUED_BY
 from .errors import ConflictError

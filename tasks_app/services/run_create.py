@@ -12,8 +12,8 @@ from django.db.models import Q
 from .. import clock, permissions, store
 from ..celery_defaults import project_app
 from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
-from .errors import ConflictError
 from ..observability.logs import run_log
+from .errors import ConflictError
 from .run_release import enqueue_on_commit
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,10 @@ def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **e
     enqueue_on_commit(run, now=now)
     if run.requested_by and log.isEnabledFor(logging.INFO):
         run_log(log, run).info(
-            "run %s of task %s created by %s", run.id, task.id, run.requested_by,
+            "run %s of task %s created by %s",
+            run.id,
+            task.id,
+            run.requested_by,
             extra={"requested_by": run.requested_by},
         )
     return run

@@ -383,10 +383,10 @@ def run_payload(task: Task, payload: Any, *, by: Actor = "") -> dict[str, Any]:
         raise ValidationError(
             {
                 "payload": [
-                    f"{target}: {', '.join(carried)} sent as \"set\" (the task's write-only "
+                    f'{target}: {", ".join(carried)} sent as "set" (the task\'s write-only '
                     f"values) go only to the task's own {target} (same origin and path; the "
                     f"query string may differ); sending them to another {target} needs "
-                    f"{permissions.SECRET_DESTINATION_PERMISSION}: send your own values, or "
+                    f"{permissions.DESTINATION_CHANGE_PERMISSION}: send your own values, or "
                     f"keep the task's {target}"
                 ]
             }

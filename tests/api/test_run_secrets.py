@@ -162,7 +162,13 @@ def test_run_now_with_the_credential_elsewhere_is_refused_in_the_cli(webhook: Ta
     user_with("runner", "view_task", "add_run", "use_action_http")
     with pytest.raises(CommandError) as info:
         call_command(
-            "tasks", "execute", "hook", "--as", "runner", "--payload", json.dumps(ELSEWHERE),
+            "tasks",
+            "execute",
+            "hook",
+            "--as",
+            "runner",
+            "--payload",
+            json.dumps(ELSEWHERE),
             stdout=io.StringIO(),
         )
     assert info.value.returncode == 1
@@ -181,9 +187,7 @@ def test_a_header_value_that_cannot_be_sent_is_refused_by_the_api() -> None:
         "/api/tasks", {"id": "hook", "action": "http", "payload": BROKEN}, "json"
     )
     assert answer.status_code == 400, answer.content
-    assert "headers.Authorization: a header value cannot hold a line break" in str(
-        answer.json()
-    )
+    assert "headers.Authorization: a header value cannot hold a line break" in str(answer.json())
     _no_secret(answer.content.decode())
     too_long = {"url": URL, "headers": {"Authorization": "s3cr3t" * 2000}}
     answer = _api(root).post(
@@ -209,7 +213,13 @@ def test_a_header_value_that_cannot_be_sent_is_refused_by_the_admin_and_the_cli(
     _no_secret(errors)
     with pytest.raises(CommandError) as info:
         call_command(
-            "tasks", "create", "hook", "--action", "http", "--payload", json.dumps(BROKEN),
+            "tasks",
+            "create",
+            "hook",
+            "--action",
+            "http",
+            "--payload",
+            json.dumps(BROKEN),
             stdout=io.StringIO(),
         )
     assert info.value.returncode == 1 and "headers.Authorization" in str(info.value)

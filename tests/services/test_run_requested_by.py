@@ -94,7 +94,7 @@ def test_the_cli_records_shows_and_filters_who_asked() -> None:
     assert by_operator["requested_by"] == f"cli:{getpass.getuser()}"
     shown = json.loads(_cli("show", by_dave["id"], "--json"))
     assert shown["requested_by"] == "dave"
-    assert f"requested by  dave" in _cli("show", by_dave["id"])
+    assert "requested by  dave" in _cli("show", by_dave["id"])
     listed = json.loads(_cli("runs", "--requested-by", "dave", "--json"))
     assert [r["id"] for r in listed] == [by_dave["id"]]
 
@@ -115,7 +115,9 @@ def test_runs_made_without_a_person_name_what_made_them() -> None:
     functions.add.enqueue(1, 2)
     assert Run.objects.get(trigger="enqueue").requested_by == "code"
 
-    flaky = services.task_create(id="flaky", action="fail", payload={"message": "no"}, max_retries=1)
+    flaky = services.task_create(
+        id="flaky", action="fail", payload={"message": "no"}, max_retries=1
+    )
     run = services.task_execute(task=flaky, by=user_with("erin", *ALL_PERMS))
     assert run.requested_by == "erin"
     run_set(run.pk, status=RunStatus.QUEUED, queued_at=timezone.now())

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
 import json
+import os
 from typing import Any
 
 import pytest
@@ -69,9 +69,9 @@ def vault(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-secrets = st.text(
-    alphabet="abcXYZ019 -_/=+'\"\\<>&é", min_size=1, max_size=12
-).map(lambda s: f"{MARK}{s}")
+secrets = st.text(alphabet="abcXYZ019 -_/=+'\"\\<>&é", min_size=1, max_size=12).map(
+    lambda s: f"{MARK}{s}"
+)
 urls = st.sampled_from(
     [
         "https://hooks.example.com/orders",
@@ -139,7 +139,9 @@ def test_no_reader_ever_sees_a_secret(vault: None, first: tuple, plan: list[tupl
     task_id = f"prop-{next(_ids)}"
     _, action, url, secret = first
     made = operator.post(
-        "/api/tasks", {"id": task_id, "action": action, "payload": fresh(action, url, secret)}, "json"
+        "/api/tasks",
+        {"id": task_id, "action": action, "payload": fresh(action, url, secret)},
+        "json",
     )
     assert made.status_code == 201, made.content
     _seen(made)
@@ -152,7 +154,11 @@ def test_no_reader_ever_sees_a_secret(vault: None, first: tuple, plan: list[tupl
             body = {"action": action, "payload": fresh(action, url, secret)}
             _seen(operator.patch(f"/api/tasks/{task_id}", body, "json"))
         elif step[0] == "move" and "url" in shown:
-            _seen(operator.patch(f"/api/tasks/{task_id}", {"payload": {**shown, "url": step[1]}}, "json"))
+            _seen(
+                operator.patch(
+                    f"/api/tasks/{task_id}", {"payload": {**shown, "url": step[1]}}, "json"
+                )
+            )
         elif step[0] == "run":
             _, mode, url, secret = step
             own = {

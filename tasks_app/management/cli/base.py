@@ -117,4 +117,6 @@ class CliCommand(BaseCommand):
             ]
             for r in runs
         ]
-        return table(rows, ["RUN", "TASK", "TRIGGER", "STATUS", "TRY", "DUE", "STARTED", "TOOK", "BY"])
+        return table(
+            rows, ["RUN", "TASK", "TRIGGER", "STATUS", "TRY", "DUE", "STARTED", "TOOK", "BY"]
+        )
