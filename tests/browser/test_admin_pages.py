@@ -258,7 +258,8 @@ def test_runs_to_the_second_in_a_list_that_fits_and_truthful_states(
     # The overview: health at first paint (no "checking…"), the product's header and links.
     page.goto(f"{base}/admin/overview/")
     assert (
-        page.locator("#health tr:has(th:text-is('database'))").locator(".tasks-badge").inner_text() == "up"
+        page.locator("#health tr:has(th:text-is('database'))").locator(".tasks-badge").inner_text()
+        == "up"
     )
     assert "checking" not in page.locator("#health").inner_text()
     page.locator("#health[data-state=ready]").wait_for()

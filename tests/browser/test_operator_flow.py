@@ -103,6 +103,7 @@ def test_operator_creates_runs_watches_and_pauses_a_cron_task(
     assert page.locator("#failing", has_text="browser-broken").is_visible()
     page.locator("#health[data-state=ready]").wait_for()
     assert (
-        page.locator("#health tr:has(th:text-is('database'))").locator(".tasks-badge").inner_text() == "up"
+        page.locator("#health tr:has(th:text-is('database'))").locator(".tasks-badge").inner_text()
+        == "up"
     )
     page.screenshot(path=str(screens / "overview.png"), full_page=True)
