@@ -1,8 +1,9 @@
 """The fault soak, short: two minutes of process faults (worker kill -9, a deploy's SIGTERM,
 the beat leader's kill -9, a worker frozen past the stall window, the wall clock of the beat
-leader or a worker stepped) under load, on the shared
-services, with a fixed seed. It fails when a fault loses a run, fails one, runs one twice at
-once, misses or doubles a fire, or breaks a page. ``make soak`` is the long one."""
+leader or a worker stepped) under load, on the shared services, with a fixed seed. It fails
+when a fault loses a run, fails one, runs one twice at once, misses or doubles a fire, starts
+a run early, records a fire ahead of the database's clock, or breaks a page. ``make soak`` is
+the long one."""
 
 from __future__ import annotations
 
