@@ -138,7 +138,7 @@ def test_cancel_and_retry_buttons_go_through_the_services(operator) -> None:
     # cancelling a finished run is a conflict, shown as a message, nothing changes
     done = finished(services.task_execute(task=task), RunStatus.COMPLETED)
     response = operator.post(reverse("admin:tasks_app_run_cancel", args=[done.pk]), follow=True)
-    assert "only pending or queued runs can be cancelled" in response.content.decode()
+    assert "only pending, queued or running runs can be cancelled" in response.content.decode()
     done.refresh_from_db()
     assert done.status == RunStatus.COMPLETED
 
@@ -159,7 +159,7 @@ def test_run_page_is_titled_as_a_run_and_list_actions_skip_what_they_cannot_do(o
     )
     texts = [str(m) for m in response.context["messages"]]
     assert "1 run(s) cancelled." in texts
-    assert "1 run(s) left alone: only pending, queued runs can be cancelled." in texts
+    assert "1 run(s) left alone: only pending, queued, running runs can be cancelled." in texts
     waiting.refresh_from_db()
     done.refresh_from_db()
     assert (waiting.status, done.status) == (RunStatus.CANCELLED, RunStatus.COMPLETED)
