@@ -35,6 +35,7 @@ from ..models import Run
 from ..services.django_task_paths import path_refusal, run_refusal
 from .framework import (
     ACTION,
+    RunEnded,
     TaskContext,
     TaskError,
     TaskResultStatus,
@@ -148,7 +149,14 @@ def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         if isinstance(exc, Exception):
             raise
         raise Raised(exc) from None  # SystemExit and the like: a failed attempt, as Django has it
-    _finish(result, TaskResultStatus.SUCCESSFUL, value=value)
+    if cancel_requested():  # returned after its run was asked to stop: the run is cancelled
+        stopped = TaskError(
+            exception_class_path=f"{RunEnded.__module__}.{RunEnded.__qualname__}",
+            traceback="cancelled: the function returned after its run was asked to stop",
+        )
+        _finish(result, TaskResultStatus.FAILED, errors=[*result.errors, stopped], value=value)
+    else:
+        _finish(result, TaskResultStatus.SUCCESSFUL, value=value)
     task_finished.send(sender, task_result=result)
     return Outcome(output="", result=value)
 

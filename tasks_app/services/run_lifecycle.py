@@ -48,6 +48,8 @@ EXECUTOR_LOCK_WAIT_SECONDS = 2.0
 # instant (by the database's clock) before handing it back to beat.
 EARLY_WAIT_SECONDS = 5.0
 _RESULT = Run._meta.get_field("result")
+# The error of a run asked to stop whose action then returned (its output and result kept).
+RETURNED_AFTER_CANCEL = "cancelled: its action returned after the request to stop"
 
 
 def run_execute(
@@ -306,6 +308,7 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
             "output": text,
             "truncated": truncated,
             "result": None if value is None else _RESULT.get_db_prep_save(value, connection),
+            "cancelled_error": RETURNED_AFTER_CANCEL,
         },
     )
     if not row or not row[0]:
@@ -314,7 +317,8 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
     run.status, run.finished_at = RunStatus(row[0]), now
     run.output, run.truncated, run.result = text, truncated, value
     if run.status == RunStatus.CANCELLED:
-        _cancelled(run, how="its action returned after the request")
+        run.error = RETURNED_AFTER_CANCEL
+        _cancelled(run, how=RETURNED_AFTER_CANCEL)
     elif log.isEnabledFor(logging.INFO):
         run_log(log, run).info("run completed")
     return run

@@ -210,9 +210,9 @@ UNION ALL
 SELECT * FROM refused;
 
 -- name: complete_run
--- running -> completed with the run's output, or cancelled (output kept) when a person asked
--- it to stop before this statement: a cancel request decides the run's end, whatever its
--- action did after it. The task follows (its failure streak reset on a completion, a paused
+-- running -> completed with the run's output, or cancelled (output kept, error
+-- %(cancelled_error)s) when a person asked it to stop before this statement: a cancel
+-- request decides the run's end, whatever its action did after it. The task follows (its failure streak reset on a completion, a paused
 -- task keeps its status and next_run_at, a task with another run running stays running).
 -- Only the executor completes a run: its executor lock is released (whether the run was
 -- still running or not). Returns the status written, NULL if the run was not running.
@@ -220,7 +220,9 @@ WITH finished AS (
     UPDATE tasks_app_run
        SET status = CASE WHEN cancel_requested_at IS NULL THEN 'completed' ELSE 'cancelled' END,
            finished_at = %(now)s, output = %(output)s,
-           truncated = %(truncated)s, result = %(result)s
+           truncated = %(truncated)s, result = %(result)s,
+           error = CASE WHEN cancel_requested_at IS NULL THEN error
+                        ELSE %(cancelled_error)s END
      WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
  RETURNING id, task_id, status
 ), task_done AS (

@@ -203,6 +203,7 @@ def test_a_running_run_asked_to_stop_ends_cancelled_however_it_ends(end: str) ->
     assert not Run.objects.filter(first_attempt=run.pk).exists()  # no new attempt
     if end == "completes":
         assert (stored.output, stored.result) == ("stopped early", {"step": 3})
+        assert stored.error == "cancelled: its action returned after the request to stop"
     task.refresh_from_db()
     assert task.state.status == TaskStatus.CANCELLED
     assert task.state.consecutive_failures == 0
