@@ -24,6 +24,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from tasks_app.api.enum_names import ENUM_NAME_OVERRIDES
 from tasks_app.conf import deployment_settings, environ_settings
+from tasks_app.observability.logs import logging_config
 
 
 def env_bool(name: str, default: bool) -> bool:
@@ -361,21 +362,7 @@ SPECTACULAR_SETTINGS = {"ENUM_NAME_OVERRIDES": ENUM_NAME_OVERRIDES}
 # LOG_FORMAT=json: one JSON object per line, with run_id/task_id/attempt/lateness_ms on every
 # line about a run (tasks_app.observability.logs).
 LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain").strip().lower()
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"run_context": {"()": "tasks_app.observability.logs.RunContextFilter"}},
-    "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "tasks_app.observability.logs.JsonFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "json" if LOG_FORMAT == "json" else "plain",
-            "filters": ["run_context"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
-}
+# The app's logging setting, as docs/install.md gives it to every project.
+LOGGING = logging_config(
+    level=os.environ.get("LOG_LEVEL", "INFO"), format="json" if LOG_FORMAT == "json" else "plain"
+)

@@ -111,6 +111,17 @@ class Trigger(models.TextChoices):
     ENQUEUE = "enqueue"
 
 
+# Who asked for a run when no person did (``Run.requested_by``; a person is their user name,
+# the CLI without --as ``cli:<login>``): beat firing a schedule set by a person; beat firing a
+# schedule declared in code (``schedule:<its module>``); an enqueue from code (Django's task
+# framework); the next attempt of a run after a failure or an interruption
+# (``retry:<that run's id>``).
+REQUESTED_BY_BEAT = "beat"
+REQUESTED_BY_CODE = "code"
+REQUESTED_BY_SCHEDULE = "schedule:"
+REQUESTED_BY_RETRY = "retry:"
+
+
 # Runs asked for explicitly by a person start even while their task is paused.
 EXPLICIT_TRIGGERS = (Trigger.MANUAL, Trigger.API, Trigger.CLI, Trigger.ADMIN, Trigger.RETRY)
 # Runs whose due instant was set, not "as soon as possible" (``Run.timed``).

@@ -61,9 +61,10 @@ class DatabaseClock:
         instant, at = reading
         return instant + timedelta(seconds=time.monotonic() - at)
 
-    def read(self) -> None:
+    def read(self, *, check: bool = True) -> None:
         """Read the database's clock now (also what :func:`now` does every
-        ``TASKS_CLOCK_SYNC_SECONDS``)."""
+        ``TASKS_CLOCK_SYNC_SECONDS``), then :meth:`check` the host's offset unless
+        ``check`` is false (a process whose logging is not set up yet checks later)."""
         try:
             before = time.monotonic()
             with connection.cursor() as cursor:
@@ -88,7 +89,8 @@ class DatabaseClock:
                     "since it was last read: the system follows it",
                     moved,
                 )
-        self.check()
+        if check:
+            self.check()
 
     def skew_seconds(self) -> float | None:
         """How far this host's wall clock is ahead of the database's (negative: behind);
@@ -135,6 +137,8 @@ def skew_seconds() -> float | None:
     return _clock.check()
 
 
-def read() -> None:
-    """Read the database's clock now, instead of at the next renewal."""
-    _clock.read()
+def read(*, check: bool = True) -> None:
+    """Read the database's clock now, instead of at the next renewal (``check=False``: the
+    host's offset is not checked, nor logged, until :func:`skew_seconds` or the next
+    renewal; for a process whose logging is not configured yet)."""
+    _clock.read(check=check)

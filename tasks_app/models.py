@@ -415,6 +415,19 @@ class Run(StatusGuarded):
     # No index of its own: run_task_due_idx (task, -due_at) serves every lookup by task.
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs", db_index=False)
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
+    # The action this run was made with, recorded when it is made: its payload and outcome
+    # are masked by that action's secret fields for the run's whole life, whatever its task
+    # becomes (tasks_app.secret_fields). Blank (a row written by other tools): its task's.
+    action = models.CharField(max_length=100, blank=True, default="", db_default="")
+    # Who asked for it: a user's name, or what made it without one (choices.REQUESTERS).
+    requested_by = models.CharField(
+        max_length=250,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Who asked for this run: a user, or beat, schedule:<module>, code, "
+        "retry:<run id>.",
+    )
     status = models.CharField(
         max_length=STATUS_MAX_LENGTH, choices=RunStatus.choices, default=RunStatus.PENDING
     )
@@ -536,6 +549,12 @@ class Run(StatusGuarded):
 
     def __str__(self) -> str:
         return f"{self.task_id} run {self.id}"
+
+    @property
+    def made_with(self) -> str:
+        """The action this run was made with (its secrets are masked by it): recorded on the
+        run, or its task's for a row that recorded none."""
+        return self.action or self.task.action
 
     @property
     def call_payload(self) -> dict[str, Any]:

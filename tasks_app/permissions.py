@@ -169,6 +169,17 @@ def authorize(
 
 # --- rules that are not a model permission (the user's flags), decided here too -------------
 
+# Where a task's stored credential goes is part of the task: a run's own payload may send it
+# to another URL (origin or path) only for a user who may change the task.
+DESTINATION_CHANGE_PERMISSION = "tasks_app.change_task"
+
+
+def may_send_secrets_elsewhere(by: Actor) -> bool:
+    """Whether ``by`` may run a task with its stored secrets sent to another URL than the
+    task's own (``secret_fields.secrets_sent_elsewhere``): a trusted name may, a user needs
+    ``change_task``."""
+    return isinstance(by, str) or by.has_perm(DESTINATION_CHANGE_PERMISSION)
+
 
 def may_mint_tokens(user: Any) -> bool:
     """Whether ``user`` may mint an API token in the admin: a token for another user is that

@@ -96,8 +96,18 @@ class TaskOutputSerializer(serializers.ModelSerializer):
 class RunOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     task = serializers.CharField(source="task_id")
-    action = serializers.CharField(source="task.action")
+    action = serializers.CharField(
+        source="made_with",
+        help_text="The action this run was made with (its payload's secret fields are masked "
+        "by it for good, whatever its task becomes).",
+    )
     trigger = serializers.ChoiceField(choices=Trigger.choices)
+    requested_by = serializers.CharField(
+        help_text="Who asked for this run: a user's name (cli:<login> from the command line "
+        "without --as), or beat (a schedule's fire), schedule:<module> (a schedule declared "
+        "in code), code (an enqueue from code), retry:<run id> (the next attempt of that "
+        "run); blank for runs made before it was recorded."
+    )
     status = serializers.ChoiceField(choices=RunStatus.choices)
     attempt = serializers.IntegerField()
     first_attempt = serializers.UUIDField(source="first_attempt_id", allow_null=True)
@@ -136,7 +146,7 @@ class RunOutputSerializer(serializers.Serializer):
     def get_payload(self, run: Run) -> Any:
         if run.payload is None:
             return None
-        return secret_fields.payload_masked(run.task.action, run.payload)
+        return secret_fields.payload_masked(run.made_with, run.payload)
 
 
 class RunAttemptSerializer(serializers.Serializer):

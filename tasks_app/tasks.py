@@ -144,4 +144,5 @@ def execute_task(task_id: str) -> str | None:
     task = Task.objects.filter(pk=task_id).first()
     if task is None:
         return None
-    return str(services.task_execute(task=task, trigger=Trigger.MANUAL).id)
+    run = services.task_execute(task=task, trigger=Trigger.MANUAL, by="django-celery-beat")
+    return str(run.id)

@@ -1,4 +1,4 @@
-"""Real ``celery worker`` / ``celery beat`` processes for end-to-end tests.
+"""Real ``celery worker`` / ``celery beat`` / web processes for end-to-end tests.
 
 They run against the test database (the one pytest-django created), the real broker and a
 queue unique to this test session, so parallel sessions and leftovers never mix.
@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -253,3 +255,36 @@ def start_beat(
     proc = celery_process("beat", args, log_dir, shape=shape, env=env)
     proc.wait_for_log("beat: Starting", timeout=60)
     return proc
+
+
+def start_web(log_dir: Path, *, port: int | None = None, **env: str) -> tuple[Proc, str]:
+    """The Procfile's web process (``gunicorn project.wsgi``, one worker) of the demo
+    project, on the session's services and a free port; ``(process, base URL)`` once it
+    answers ``/api/health`` (any status: a test may start it before beat or a worker)."""
+    from tests.web import free_port
+
+    port = port or free_port()
+    base = f"http://127.0.0.1:{port}"
+    environment = process_env(
+        PORT=str(port),
+        HOST="127.0.0.1",
+        WEB_CONCURRENCY="1",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        **env,
+    )
+    command = [sys.executable, "-m", "gunicorn", "project.wsgi", "-c", "project/gunicorn.conf.py"]
+    proc = spawn("web", command, log_dir, environment)
+
+    def answers() -> bool:
+        if proc.popen.poll() is not None:
+            raise AssertionError(f"web exited early:\n{proc.log()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{base}/api/health", timeout=5):  # noqa: S310 - local
+                return True
+        except urllib.error.HTTPError:
+            return True  # 503: it answers
+        except OSError:
+            return False
+
+    wait_until(answers, timeout=60, interval=0.3, message="web to answer /api/health")
+    return proc, base

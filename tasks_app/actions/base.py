@@ -3,6 +3,7 @@ context an action deals with (``tasks_app.actions`` re-exports all of it)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -130,14 +131,34 @@ class Action:
     def validate(self, payload: JSON) -> None:
         errors = sorted(self.validator.iter_errors(payload), key=lambda e: list(e.path))
         if errors:
-            raise PayloadError([_describe(error) for error in errors])
+            raise PayloadError([_describe(error, self.schema) for error in errors])
         if self.check is not None:
             self.check(payload)
 
 
-def _describe(error: Any) -> str:
+def _describe(error: Any, schema: dict[str, JSON]) -> str:
     path = ".".join(str(part) for part in error.absolute_path)
+    if _write_only(schema, error):
+        # A write-only value (a credential) is not quoted back, as the schema's message
+        # would: the rule it broke is named instead.
+        return (
+            f"{path}: does not satisfy the schema's {error.validator} "
+            f"({json.dumps(error.validator_value)}); the value is not shown (write-only)"
+        )
     return f"{path}: {error.message}" if path else error.message
+
+
+def _write_only(schema: Any, error: Any) -> bool:
+    """Whether ``error`` is about a value at or under a ``writeOnly`` property."""
+    node = schema
+    for part in error.absolute_path:
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not isinstance(props, dict) or part not in props:
+            return False
+        node = props[part]
+        if isinstance(node, dict) and node.get("writeOnly"):
+            return True
+    return False
 
 
 _REGISTRY: dict[str, Action] = {}

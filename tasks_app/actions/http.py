@@ -30,6 +30,7 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import json
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -90,12 +91,40 @@ class AddressRefused(ActionError):
         super().__init__(message, retryable=False)
 
 
+# What a header value cannot hold and still be sent (``http.client`` refuses a line break;
+# the other control characters are refused as well): refused when the task is saved, naming
+# the header but never quoting its value.
+_UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
 def check_payload(payload: dict[str, JSON]) -> None:
-    """Save-time checks beyond the schema: an absolute http(s) URL with a host."""
+    """Save-time checks beyond the schema: an absolute http(s) URL with a host; header values
+    that can be sent (no line break or other control character; Latin-1 text, as HTTP/1.1
+    sends it)."""
+    errors: list[str] = []
     try:
         _split_url(str(payload["url"]))
     except ActionError as exc:
-        raise PayloadError([f"url: {exc}"]) from exc
+        errors.append(f"url: {exc}")
+    headers = payload.get("headers")
+    for name, value in headers.items() if isinstance(headers, dict) else ():
+        if not isinstance(value, str):
+            continue
+        if _UNSENDABLE.search(value):
+            errors.append(
+                f"headers.{name}: a header value cannot hold a line break or another control "
+                "character (it could not be sent); the value is not shown (write-only)"
+            )
+        elif not value.isascii():
+            try:
+                value.encode("latin-1")
+            except UnicodeEncodeError:
+                errors.append(
+                    f"headers.{name}: a header value must be Latin-1 text (it could not be "
+                    "sent); the value is not shown (write-only)"
+                )
+    if errors:
+        raise PayloadError(errors)
 
 
 @register(

@@ -73,6 +73,8 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
         "run_status",
         "outcome",
         "trigger",
+        "requested_by",
+        "made_with_action",
         "call",
         "queue_and_priority",
         "attempt",
@@ -219,13 +221,18 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
             "<pre class='tasks-output'>{}</pre>{}", run.output or "(no output)", note
         )
 
+    @admin.display(description="action")
+    def made_with_action(self, run: Run) -> str:
+        """The action the run was made with: its payload's secrets are masked by it."""
+        return run.made_with
+
     @admin.display(description="payload")
     def call(self, run: Run) -> SafeString:
         """The run's own payload (a call enqueued from code, a run now with other arguments),
         secret fields masked; else it runs with its task's."""
         if run.payload is None:
             return format_html("<span class='tasks-muted'>{}</span>", "the task's")
-        shown = secret_fields.payload_masked(run.task.action, run.payload)
+        shown = secret_fields.payload_masked(run.made_with, run.payload)
         return format_html("<pre class='tasks-output'>{}</pre>", json.dumps(shown, indent=2))
 
     @admin.display(description="queue / priority")

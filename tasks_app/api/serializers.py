@@ -378,8 +378,16 @@ class RunFilterSerializer(serializers.Serializer):
         choices=RunStatus.choices, required=False, help_text="Repeat for several."
     )
     trigger = serializers.MultipleChoiceField(choices=Trigger.choices, required=False)
-    action = serializers.CharField(required=False, max_length=100)
+    action = serializers.CharField(
+        required=False, max_length=100, help_text="The action the runs were made with."
+    )
     task = serializers.CharField(required=False, max_length=100)
+    requested_by = serializers.CharField(
+        required=False,
+        max_length=250,
+        help_text="Who asked for the runs: a user name, or beat, schedule:<module>, code, "
+        "retry:<run id>.",
+    )
     due_after = AwareDateTimeField(required=False)
     due_before = AwareDateTimeField(required=False)
     created_after = AwareDateTimeField(required=False)

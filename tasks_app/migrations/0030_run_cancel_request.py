@@ -1,7 +1,7 @@
 """A running run can be cancelled: ``Run.cancel_requested_at`` records when a person asked it
 to stop, and ``running -> cancelled`` joins the allowed transitions (store.RUN_TRANSITIONS).
 store.schema_sql() as it then was applied again (frozen in sql/0030_run_cancel_request.sql),
-its SCHEMA_SHA256 recorded; going back applies 0028's copy again.
+its SCHEMA_SHA256 recorded; going back applies 0028's copy again (0029 changed no SQL function).
 """
 
 from pathlib import Path
@@ -16,7 +16,7 @@ PREVIOUS = Path(__file__).parent / "sql" / "0028_pause_in_task_state.sql"
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tasks_app", "0028_pause_in_task_state"),
+        ("tasks_app", "0029_run_action_requested_by"),
     ]
 
     operations = [

@@ -99,6 +99,35 @@ def run_log(logger: logging.Logger, run: Any) -> RunLogAdapter:
     return RunLogAdapter(logger, run_fields(run))
 
 
+def logging_config(*, level: str = "INFO", format: str = "plain") -> dict[str, Any]:
+    """A ``LOGGING`` setting for a project's processes: every logger's lines on stderr with
+    their time, level and logger (``format="json"``: one JSON object per line, with the run's
+    fields), each line logged while a run executes carrying its ``run_id``. Without one,
+    Python prints the app's warnings bare (no level, no time) and drops its INFO lines: who
+    changed or ran what, each run's outcome. Celery's worker and beat keep their own console
+    format (they configure the root logger themselves)."""
+    if format not in ("plain", "json"):
+        raise ValueError(f"log format must be 'plain' or 'json', not {format!r}")
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"run_context": {"()": f"{__name__}.RunContextFilter"}},
+        "formatters": {
+            "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+            "json": {"()": f"{__name__}.JsonFormatter"},
+        },
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": format,
+                "filters": ["run_context"],
+            }
+        },
+        "root": {"handlers": ["console"], "level": level},
+        "loggers": {"django.db.backends": {"level": "WARNING"}},
+    }
+
+
 def quiet_console(verbosity: int) -> None:
     """A command-line call prints its result only: below ``-v 2`` the root logger's handlers
     (the console of ``LOGGING``) pass warnings and errors, not the INFO lines a service logs

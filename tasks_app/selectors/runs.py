@@ -32,6 +32,7 @@ def run_list(
     status: list[str] | None = None,
     trigger: list[str] | None = None,
     action: str | None = None,
+    requested_by: str | None = None,
     dead: bool = False,
     **ranges: datetime | None,
 ) -> QuerySet[Run]:
@@ -44,8 +45,10 @@ def run_list(
         qs = qs.filter(status__in=status)
     if trigger:
         qs = qs.filter(trigger__in=trigger)
-    if action:
-        qs = qs.filter(task__action=action)
+    if action:  # the action each run was made with (its task's, for a run that recorded none)
+        qs = qs.filter(Q(action=action) | Q(action="", task__action=action))
+    if requested_by:
+        qs = qs.filter(requested_by=requested_by)
     return in_ranges(qs, RUN_RANGES, ranges).select_related("task").order_by("-due_at", "-id")
 
 

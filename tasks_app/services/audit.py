@@ -1,12 +1,16 @@
-"""The audit trail: who changed what on a task, from what, to what."""
+"""The audit trail: who changed what on a task, from what, to what; each entry is also a
+line of the processes' logs naming who (``task <id> <event> by <who>``)."""
 
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime
 from typing import Any
 
 from ..models import TaskAuditEntry
+
+log = logging.getLogger(__name__)
 
 
 def plain(value: Any) -> Any:
@@ -19,6 +23,7 @@ def audit(
     TaskAuditEntry.objects.create(
         task_id=task_id, event=event, by=by, changes=changes or {}, note=note
     )
+    log.info("task %s %s by %s", task_id, event, by or "-", extra={"task_id": task_id, "by": by})
 
 
 def jsonable(value: Any) -> Any:

@@ -16,6 +16,7 @@ from django.db.models.base import ModelState
 from psycopg.types.json import Jsonb
 
 from .. import clock, store, validation
+from ..choices import REQUESTED_BY_CODE
 from ..django_tasks.framework import ACTION, function_task_fields, function_task_id
 from ..models import Run, RunStatus, Task, Trigger
 from .django_task_paths import ENQUEUED_BY
@@ -150,6 +151,8 @@ def _write(
         id=ids[0],
         task_id=function_task_id(path),
         trigger=Trigger.ENQUEUE,
+        action=ACTION,
+        requested_by=REQUESTED_BY_CODE,
         status=RunStatus.PENDING,
         due_at=due_at,
         scheduled_for=due_at,

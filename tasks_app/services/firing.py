@@ -35,6 +35,7 @@ from django.db.models import F
 from django_celery_beat.models import PeriodicTask
 
 from .. import store
+from ..choices import REQUESTED_BY_BEAT, REQUESTED_BY_SCHEDULE
 from ..models import RECURRING, Run, RunStatus, Task, Trigger
 from ..selectors import paused_filter
 from ..timing.task_schedule import fire_due_at, plan_task_fires
@@ -144,6 +145,9 @@ def _fire_tasks(
         # seen here, and a pause still to come waits for this batch (task_pause locks the task).
         if task.paused:
             continue
+        requested_by = (
+            f"{REQUESTED_BY_SCHEDULE}{task.declared_in}" if task.declared_in else REQUESTED_BY_BEAT
+        )
         try:
             plan = plan_task_fires(task, now=now, lookahead=until - now)
             task_runs = [
@@ -152,6 +156,7 @@ def _fire_tasks(
                     trigger=Trigger.SCHEDULE,
                     due_at=fire_due_at(task, fire),
                     scheduled_for=fire,
+                    requested_by=requested_by,
                 )
                 for fire in plan.fires
             ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -11,8 +12,11 @@ from django.db.models import Q
 from .. import clock, permissions, store
 from ..celery_defaults import project_app
 from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
+from ..observability.logs import run_log
 from .errors import ConflictError
 from .run_release import enqueue_on_commit
+
+log = logging.getLogger(__name__)
 
 
 def new_run(
@@ -28,15 +32,20 @@ def new_run(
     payload: Any = None,
     queue: str = "",
     priority: int | None = None,
+    requested_by: str = "",
+    action: str = "",
 ) -> Run:
     """An unsaved ``pending`` run of ``task`` (its deadline from ``expires_after_seconds``
     unless given), with its own ``payload``, ``queue`` and ``priority`` if given (unset: the
-    task's)."""
+    task's), made with the task's action as it is now (``Run.action``, which masks its
+    secrets for good) and asked for by ``requested_by`` (``Run.requested_by``)."""
     if expires_at is None and task.expires_after_seconds:
         expires_at = due_at + timedelta(seconds=task.expires_after_seconds)
     return Run(
         task=task,
         trigger=trigger,
+        action=action or task.action,
+        requested_by=requested_by,
         status=RunStatus.PENDING,
         due_at=due_at,
         scheduled_for=scheduled_for or due_at,
@@ -60,8 +69,14 @@ def runs_insert(runs: list[Run]) -> set[Any]:
 
 
 def same_call(run: Run) -> dict[str, Any]:
-    """What a later attempt of ``run`` keeps of it: its own payload, queue and priority."""
-    return {"payload": run.payload, "queue": run.queue, "priority": run.priority}
+    """What a later attempt of ``run`` keeps of it: its own payload, queue and priority, and
+    with its own payload the action it was made with (whose secrets that payload holds)."""
+    return {
+        "payload": run.payload,
+        "queue": run.queue,
+        "priority": run.priority,
+        "action": run.made_with if run.payload is not None else "",
+    }
 
 
 def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **extra: Any) -> Run:
@@ -74,7 +89,22 @@ def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **e
     store.fetch_one("create_run", store.run_params(run))
     run._state.adding, run._state.db = False, "default"
     enqueue_on_commit(run, now=now)
+    if run.requested_by and log.isEnabledFor(logging.INFO):
+        run_log(log, run).info(
+            "run %s of task %s created by %s",
+            run.id,
+            task.id,
+            run.requested_by,
+            extra={"requested_by": run.requested_by},
+        )
     return run
+
+
+def requester(by: permissions.Actor) -> str:
+    """``Run.requested_by`` for a run that ``by`` asks for through a service: the user's
+    name, the trusted caller's (the CLI's ``cli:<login>``, ``system``), or ``system`` when a
+    service is called without one."""
+    return permissions.actor_name(by) or "system"
 
 
 def run_retry(*, run: Run, by: permissions.Actor = "") -> Run:
@@ -85,7 +115,7 @@ def run_retry(*, run: Run, by: permissions.Actor = "") -> Run:
     serialized on its first attempt's row, so a double click makes one new attempt, not two
     (the second gets a :class:`ConflictError`). ``by`` needs ``add_run``: a retry is a new run.
     """
-    permissions.authorize(by, "retry", action=run.task.action)
+    by = permissions.authorize(by, "retry", action=run.task.action)
     if run.status not in RETRYABLE_RUN_STATUSES:
         raise ConflictError(
             f"run {run.id} is {run.status}; only failed, expired or cancelled runs can be retried"
@@ -105,6 +135,7 @@ def run_retry(*, run: Run, by: permissions.Actor = "") -> Run:
             scheduled_for=run.scheduled_for,
             attempt=latest + 1,
             first_attempt_id=first_id,
+            requested_by=requester(by),
             **same_call(run),
         )
 

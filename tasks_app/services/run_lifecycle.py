@@ -20,7 +20,8 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError, connection, transaction
 
-from .. import actions, clock, permissions, store, validation
+from .. import actions, clock, permissions, secret_fields, store, validation
+from ..choices import REQUESTED_BY_RETRY
 from ..conf import app_settings
 from ..models import (
     OverlapPolicy,
@@ -96,8 +97,15 @@ def _execute(*, run_id: str, worker: str) -> Callable[[], Run] | None:
         # retry may land on a worker that was restarted since.
         error = unregistered_action_error(task.action)
         return lambda: run_fail(run=run, error=error, retryable=True, executor=True)
+    payload = run.call_payload
+    # Its secrets by the action it was made with and the one it runs (they differ when its
+    # task's action changed since): never in what it produced (secret_fields.scrub).
+    forms = secret_fields.scrubber(
+        secret_fields.secret_values(run.made_with, payload)
+        | secret_fields.secret_values(task.action, payload)
+    )
     try:
-        outcome = action.func(dict(run.call_payload), ctx)
+        outcome = action.func(dict(payload), ctx)
     except SoftTimeLimitExceeded:
         error = timed_out_error(task)
         return lambda: run_fail(run=run, error=error, retryable=True, executor=True)
@@ -105,11 +113,15 @@ def _execute(*, run_id: str, worker: str) -> Callable[[], Run] | None:
         retryable = not isinstance(exc, actions.ActionError) or exc.retryable
         shown = exc.exception if isinstance(exc, actions.Raised) else exc
         error = f"{type(shown).__name__}: {shown}\n\n{''.join(traceback.format_exception(shown))}"
+        error = secret_fields.scrub(error, forms)
         return lambda: run_fail(run=run, error=error, retryable=retryable, executor=True)
     if isinstance(outcome, actions.Outcome):
         output, result = outcome.output, outcome.result
     else:
         output, result = ("" if outcome is None else str(outcome)), None
+    if forms:
+        output = secret_fields.scrub(output, forms)
+        result = secret_fields.scrub(jsonable(result), forms)
     return lambda: run_complete(run=run, output=output, result=result)
 
 
@@ -396,6 +408,7 @@ def _finish(
                 first_attempt_id=run.first_attempt_id or run.id,
                 expires_at=run.expires_at,
                 interruptions=run.interruptions + (1 if interrupted else 0),
+                requested_by=f"{REQUESTED_BY_RETRY}{run.id}",
                 **same_call(run),
             )
         else:
@@ -434,12 +447,13 @@ def run_cancel(*, run: Run, by: permissions.Actor = "") -> Run:
     the request if it has not stopped (``tasks_app.worker.recovery``). However it ends, it
     ends ``cancelled``, written once by the store, and is not retried. A finished run is
     refused (409)."""
-    permissions.authorize(by, "cancel")
+    name = permissions.authorize(by, "cancel")
     now = clock.now()
     row = store.fetch_one("cancel_run", {"run_id": run.pk, "now": now})
     if row is not None:
         run.refresh_from_db()
         task_after_run([run.task_id], RunStatus.CANCELLED)
+        run_log(log, run).info("run %s cancelled by %s", run.id, name or "-", extra={"by": name})
         return run
     asked = store.fetch_one("request_cancel", {"run_id": run.pk, "now": now})
     run.refresh_from_db()
@@ -448,7 +462,9 @@ def run_cancel(*, run: Run, by: permissions.Actor = "") -> Run:
             f"run {run.id} is {run.status}; only pending, queued or running runs can be cancelled"
         )
     if asked[0] == now:
-        run_log(log, run).info("run asked to stop (cancel requested)")
+        run_log(log, run).info(
+            "run %s asked to stop by %s", run.id, name or "-", extra={"by": name}
+        )
     return run
 
 

@@ -131,7 +131,7 @@ def runs_prune(
     Idempotent and safe to run from several processes at once. ``by`` a user needs
     ``delete_run``.
     """
-    permissions.authorize(by, "prune")
+    name = permissions.authorize(by, "prune")
     now = now or clock.now()
     batch = batch or app_settings.RETENTION_BATCH
     report = PruneReport()
@@ -157,9 +157,11 @@ def runs_prune(
     report.seconds = time.perf_counter() - started
     if report.runs or report.task_results:
         log.info(
-            "retention: deleted %d runs and %d task results in %.1f s",
+            "retention: deleted %d runs and %d task results in %.1f s by %s",
             report.runs,
             report.task_results,
             report.seconds,
+            name or "beat",
+            extra={"by": name},
         )
     return report

@@ -31,8 +31,9 @@ def owned_entry_name(task_id: str) -> str:
     return f"{OWNED_ENTRY_PREFIX}{task_id}"
 
 
-def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
-    """Bring ``next_run_at``, the beat entry and a 'once' task's run in line with the task."""
+def sync_schedule(task: Task, *, now: datetime, replan: bool, by: str = "") -> None:
+    """Bring ``next_run_at``, the beat entry and a 'once' task's run in line with the task
+    (a run it creates is asked for by ``by``: who saved the task)."""
     if task.is_recurring:
         # One statement on the state row (task_plan_fires), deciding on the row as it is
         # when locked: a run finishing meanwhile keeps the status it wrote.
@@ -40,7 +41,7 @@ def sync_schedule(task: Task, *, now: datetime, replan: bool) -> None:
         store.execute("task_plan_fires", {"task_id": task.pk, "replan": replan, "first_fire": fire})
         task.load_state()
     elif task.schedule_type == ScheduleType.ONCE and replan:
-        _sync_once_run(task, now=now)
+        _sync_once_run(task, now=now, by=by)
     elif replan:
         store.execute("task_refresh_next_run", {"task_id": task.pk})
         task.load_state()
@@ -84,7 +85,7 @@ def fires_ahead_drop(task_ids: Iterable[str], *, now: datetime) -> None:
         store.execute("drop_fires_ahead", {"task_ids": ids, "now": now})
 
 
-def _sync_once_run(task: Task, *, now: datetime) -> None:
+def _sync_once_run(task: Task, *, now: datetime, by: str) -> None:
     """A 'once' task owns one run at ``run_at``: move it while it waits, or create it."""
     assert task.run_at is not None
     waiting = task.runs.filter(trigger=Trigger.AT, status=RunStatus.PENDING).first()
@@ -101,7 +102,7 @@ def _sync_once_run(task: Task, *, now: datetime) -> None:
         store.execute("task_refresh_next_run", {"task_id": task.pk})
         enqueue_on_commit(Run.objects.select_related("task").get(pk=waiting.pk), now=now)
     else:
-        run_create(task=task, trigger=Trigger.AT, due_at=task.run_at, now=now)
+        run_create(task=task, trigger=Trigger.AT, due_at=task.run_at, now=now, requested_by=by)
     task.load_state()
 
 

@@ -26,7 +26,7 @@ from . import django_task_paths
 from .alarms import schedule_errors_clear
 from .audit import audit, plain
 from .errors import ConflictError
-from .run_create import new_run, run_create, runs_insert
+from .run_create import new_run, requester, run_create, runs_insert
 from .run_release import publish_runs, release_due_runs
 from .schedule_mirror import fires_ahead_drop, sync_periodic_task, sync_schedule
 from .task_rules import (
@@ -201,7 +201,7 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
             or flagged  # the stored next fire may be what broke: plan it afresh
             or any(getattr(previous, f) != getattr(task, f) for f in SCHEDULE_FIELDS)
         )
-        sync_schedule(task, now=now, replan=schedule_changed)
+        sync_schedule(task, now=now, replan=schedule_changed, by=requester(by))
         changes = {
             f: [plain(_shown(previous, f)) if previous else None, plain(_shown(task, f))]
             for f in (*TASK_FIELDS, "declared_in")
@@ -209,7 +209,6 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
         }
         if adding or changes:
             audit(task.id, "created" if adding else "updated", by=by, changes=changes)
-    log.info("task %s %s by %s", task.id, "created" if adding else "updated", by or "-")
     return task
 
 
@@ -280,7 +279,7 @@ def task_resume(*, task: Task, by: Actor = "") -> Task:
         _lock_task_row(task)
         store.execute("task_resumed", {"task_id": task.pk})
         task.load_state()  # resumed: the beat entry the next call writes is enabled again
-        sync_schedule(task, now=now, replan=False)
+        sync_schedule(task, now=now, replan=False, by=requester(by))
         audit(task.id, "resumed", by=by)
     transaction.on_commit(release_due_runs)
     return task
@@ -325,7 +324,12 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "")
             }
         )
     now = clock.now()
-    runs = [new_run(task, trigger=Trigger.BACKFILL, due_at=now, scheduled_for=f) for f in fires]
+    runs = [
+        new_run(
+            task, trigger=Trigger.BACKFILL, due_at=now, scheduled_for=f, requested_by=requester(by)
+        )
+        for f in fires
+    ]
     with transaction.atomic():
         existing = set(
             Run.objects.filter(
@@ -351,23 +355,42 @@ def task_execute(
 ) -> Run:
     """Run the task now, with its own queue, priority, timeout and retry settings, and with
     ``payload`` instead of its own if given (:func:`run_payload`)."""
-    permissions.authorize(by, "execute", action=task.action)
+    name = permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
-    own = None if payload is None else run_payload(task, payload)
+    own = None if payload is None else run_payload(task, payload, by=by)
     now = clock.now()
-    return run_create(task=task, trigger=trigger, due_at=now, now=now, payload=own)
+    return run_create(
+        task=task, trigger=trigger, due_at=now, now=now, payload=own, requested_by=requester(name)
+    )
 
 
-def run_payload(task: Task, payload: Any) -> dict[str, Any]:
+def run_payload(task: Task, payload: Any, *, by: Actor = "") -> dict[str, Any]:
     """A run's own ``payload`` that a person gives ("run now with..."), checked as the
     task's payload would be when saved (the action's schema and checks, what JSON and
     Postgres store); a masked secret field takes the task's value, where the origin it is
     bound to is unchanged (``secret_fields``). ``ValidationError`` on field ``payload``.
+    Taking the task's secrets to another URL (origin or path) than the task's own needs what
+    changing the task needs (``permissions.may_send_secrets_elsewhere``).
 
     Calling a function's task's own ``@task`` function with other arguments chooses no new
     code: ``TASKS_DJANGO_TASKS`` is asked only when the payload names another function."""
     if not isinstance(payload, dict):
         raise ValidationError({"payload": ["must be a JSON object"]})
+    target, carried = secret_fields.secrets_sent_elsewhere(
+        task.action, payload, stored=task.payload
+    )
+    if target and not permissions.may_send_secrets_elsewhere(by):
+        raise ValidationError(
+            {
+                "payload": [
+                    f'{target}: {", ".join(carried)} sent as "set" (the task\'s write-only '
+                    f"values) go only to the task's own {target} (same origin and path; the "
+                    f"query string may differ); sending them to another {target} needs "
+                    f"{permissions.DESTINATION_CHANGE_PERMISSION}: send your own values, or "
+                    f"keep the task's {target}"
+                ]
+            }
+        )
     candidate = copy.copy(task)
     candidate.payload = secret_fields.payload_merged(
         task.action, payload, stored_action=task.action, stored=task.payload
@@ -396,7 +419,7 @@ def task_schedule_once(
 ) -> Run:
     """One run after ``delay_seconds`` or at ``run_at`` (exactly one of them): a run of the
     task, later, so ``by`` needs what running it now needs."""
-    permissions.authorize(by, "execute", action=task.action)
+    name = permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
     now = clock.now()
     if delay_seconds is not None and run_at is not None:
@@ -413,7 +436,14 @@ def task_schedule_once(
     deadline = check_expiry(
         expires_in_seconds=expires_in_seconds, expires_at=expires_at, due_at=due_at
     )
-    return run_create(task=task, trigger=trigger, due_at=due_at, now=now, expires_at=deadline)
+    return run_create(
+        task=task,
+        trigger=trigger,
+        due_at=due_at,
+        now=now,
+        expires_at=deadline,
+        requested_by=requester(name),
+    )
 
 
 def _generate_task_id(action: str) -> str:
@@ -450,6 +480,7 @@ def task_create_with_run(
                 run_at=run_at,
                 expires_in_seconds=expires_in_seconds,
                 expires_at=expires_at,
+                by=by,
             )
     if run is not None:
         task.refresh_from_db()

@@ -39,6 +39,7 @@ from django.db.models import Field, Model
 from django.db.models.base import DEFERRED
 from psycopg.types.json import Jsonb
 
+from ..choices import REQUESTED_BY_CODE
 from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, Task, Trigger, allow_status_writes
 
 __all__ = ["RUN_TRANSITIONS", "allow_status_writes", "schema_sql"]
@@ -89,11 +90,14 @@ MESSAGE_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
 # parameters), its task row ``t``, the task's state row ``s`` (whether it is paused) and the
 # statement's instants. Every other column is the model's default, written into the
 # statement (``_enqueued_values``): a call binds and converts its own nine values, not the
-# run's twenty-four columns.
+# run's twenty-six columns.
 _ENQUEUED_RUN_VALUES = {
     "id": "%(id)s::uuid",
     "task_id": "t.id",
     "trigger": f"'{Trigger.ENQUEUE.value}'",
+    # The task row's own action (django_task: the statement's condition): read, not bound.
+    "action": "t.action",
+    "requested_by": f"'{REQUESTED_BY_CODE}'",
     "payload": "%(payload)s::jsonb",
     "queue": "%(queue)s::varchar",
     "priority": "%(priority)s::smallint",

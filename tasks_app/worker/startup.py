@@ -16,6 +16,8 @@
   is an hour ahead would start a delayed run at once, one an hour behind would hold it an hour
   late. The worker converts it with the database's clock instead (``tasks_app.clock``); once
   converted, the wait is monotonic and a later step of the wall clock does not move it.
+  The clock is read before the worker consumes; how far the host's is off is logged once
+  Celery has set up logging (a line with its level, in the worker's log format).
 - **Queue declarations checked** before consuming: a queue that exists with another type or
   other arguments stops the worker with one line (``tasks_app.queues.explain``).
 """
@@ -71,7 +73,14 @@ def eta_deadline(eta: Any, default_timezone: tzinfo = UTC, time: Any = monotonic
 def etas_on_the_database_clock(**_: Any) -> None:
     """Before the worker consumes: its ETAs wait by the database's clock (module docstring)."""
     strategy.to_timestamp = eta_deadline
-    clock.read()
+    clock.read(check=False)  # logging is not set up yet: the offset is checked below
+
+
+@celeryd_after_setup.connect
+def clock_offset_logged(**_: Any) -> None:
+    """Once Celery has set up logging: say whether this host's clock is off the database's
+    (a WARNING past ``TASKS_CLOCK_SKEW_WARN_SECONDS``, ``tasks_app.clock``)."""
+    clock.skew_seconds()
 
 
 @celeryd_after_setup.connect

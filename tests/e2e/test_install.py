@@ -265,6 +265,16 @@ def test_install_md_as_written_gives_a_working_project(
             {"username": "admin", "password": PASSWORD, "next": "/admin/"},
         )
         assert "Site administration" in signed_in  # the admin's index, after the redirect
+
+        # The web process's log names who asked for a run, with the line's level and logger
+        # (install.md's LOGGING; without it Python drops the app's INFO lines).
+        made = browser.api("POST", "/api/tasks/heartbeat/execute")
+        web.wait_for_log(f"run {made['id']} of task heartbeat created by admin", timeout=10)
+        assert re.search(
+            rf"INFO tasks_app\.services\.run_create run {made['id']} of task heartbeat "
+            "created by admin",
+            web.log(),
+        ), web.log()[-2000:]
         for path in (
             "/admin/tasks_app/task/heartbeat/change/",
             f"/admin/tasks_app/run/{run_id}/change/",

@@ -26,12 +26,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests import installed
+from tests import clock_audit, installed
+from tests.faketime import FaketimeUnavailable, SteppedClock
 from tests.processes import ROOT, Proc, installed_project, spawn
 from tests.web import free_port
 
 # Process faults run on shared services; service faults only on the harness's own instances.
-PROCESS_FAULTS = ("worker_kill", "worker_term", "beat_leader_kill", "worker_stop")
+PROCESS_FAULTS = ("worker_kill", "worker_term", "beat_leader_kill", "worker_stop", "clock_step")
 SERVICE_FAULTS = ("rabbitmq_app_restart", "rabbitmq_restart", "postgres_restart", "redis_restart")
 
 # Short windows so a lost worker is noticed in seconds (production: 10 s heartbeat, 60 s
@@ -45,6 +46,10 @@ SOAK_ENV = {
 STALL_SECONDS = float(SOAK_ENV["TASKS_STALL_SECONDS"])
 LONG_RUN_SECONDS = 20.0
 INTERVAL_SECONDS = 10
+# A clock step: the wall clock of the beat leader or of a worker moved by this many seconds
+# (either way) and held for this long, then put back.
+CLOCK_STEP_SECONDS = (120.0, 3600.0)
+CLOCK_STEP_HOLD_SECONDS = (10.0, 25.0)
 # A fault's window runs on this long after its end: pages may answer 5xx inside it.
 WINDOW_TAIL = timedelta(seconds=2)
 PAGE_SAMPLE_SECONDS = 1.0
@@ -115,6 +120,7 @@ class Soak:
     samples: list[tuple[datetime, datetime, str, int | str]] = field(default_factory=list)
     unexpected_exits: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # requests refused (a service was down)
+    clocks: dict[str, SteppedClock] = field(default_factory=dict)  # slot name -> its clock
     _stop_load: threading.Event = field(default_factory=threading.Event)
     _stop_all: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -156,6 +162,8 @@ class Soak:
             project = installed_project()
             services = (env["DATABASE_URL"], env["CELERY_BROKER_URL"], env["REDIS_URL"])
             env, cwd = {**env, **project.env(*services)}, project.root
+        if slot.name in self.clocks:
+            env.update(self.clocks[slot.name].env())
         proc = spawn(f"{slot.name}-{slot.generation}", self._args(slot), self.log_dir, env, cwd=cwd)
         proc.wait_for_log(self._ready_text(slot), timeout=90)
         slot.proc = proc
@@ -208,6 +216,8 @@ class Soak:
     def inject(self, kind: str, rng: random.Random) -> None:
         if kind == "beat_leader_kill":
             slot = self._leader()
+        elif kind == "clock_step":
+            slot = (self._leader() if rng.random() < 0.5 else None) or self._take("worker", rng)
         elif kind in PROCESS_FAULTS:
             slot = self._take("worker", rng)
         else:
@@ -236,6 +246,17 @@ class Soak:
                 except subprocess.TimeoutExpired:
                     fault.note = "killed after 30 s of grace"
                     old.kill()
+            elif kind == "clock_step":
+                assert slot
+                offset = rng.choice((-1, 1)) * round(rng.uniform(*CLOCK_STEP_SECONDS))
+                held = rng.uniform(*CLOCK_STEP_HOLD_SECONDS)
+                fault.note = f"wall clock {offset:+d} s for {held:.0f} s"
+                clock = self.clocks[slot.name]
+                try:
+                    clock.set(offset)
+                    time.sleep(held)
+                finally:
+                    clock.set(0)
             elif kind == "worker_stop":
                 assert slot and slot.proc
                 os.killpg(slot.proc.popen.pid, signal.SIGSTOP)
@@ -436,6 +457,19 @@ class Soak:
         self.slots = [Slot("web", "web")]
         self.slots += [Slot(f"worker{i + 1}", "worker") for i in range(self.workers)]
         self.slots += [Slot(f"beat{i + 1}", "beat") for i in range(self.beats)]
+        if "clock_step" in self.faults:
+            try:
+                self.clocks = {
+                    s.name: SteppedClock(self.log_dir / "clocks", s.name)
+                    for s in self.slots
+                    if s.kind != "web"
+                }
+                next(iter(self.clocks.values())).env()  # the sleep shim, built now
+            except FaketimeUnavailable as exc:
+                self.say(f"soak: no clock_step faults: {exc}")
+                self.clocks = {}
+                self.faults = tuple(f for f in self.faults if f != "clock_step")
+        clock_audit.install()  # the database's record of inserts and claims (check())
         for slot in self.slots:
             self.start_slot(slot)
         self.start = _now()
@@ -462,7 +496,11 @@ class Soak:
                 if slot.proc is not None:
                     slot.proc.stop()
             connection.close()
-        return self.check()
+        try:
+            return self.check()
+        finally:
+            clock_audit.uninstall()
+            connection.close()
 
     def _drain(self) -> None:
         """Wait until every requested run and every fire up to the end of the load has an
@@ -604,6 +642,11 @@ class Soak:
                     if end is not None:
                         cut_off[fault.kind].append((end - fault.start).total_seconds())
 
+        # One clock, by the database's own record: no run started before its due instant, no
+        # fire recorded for an instant beat could not have reached yet.
+        early = clock_audit.early_starts(since=self.start)
+        ahead = clock_audit.future_fires(since=self.start)
+
         report: dict[str, Any] = {
             "seed": self.seed,
             "minutes": self.minutes,
@@ -668,6 +711,11 @@ class Soak:
             },
             "unexpected_exits": self.unexpected_exits,
             "requests_refused": self.refused[:50],
+            "clock": {
+                "early_starts": len(early),
+                "future_fires": len(ahead),
+                "examples": [str(e) for e in (early + ahead)[:20]],
+            },
         }
         fires_ok = all(not f["missing"] and not f["twice"] for f in fires.values())
         effects = report["effects"]
@@ -685,6 +733,8 @@ class Soak:
                 ),
                 (len(bad_pages) > 0, f"{len(bad_pages)} page errors outside fault windows"),
                 (bool(self.unexpected_exits), "processes exited on their own"),
+                (bool(early), f"{len(early)} runs started before they were due"),
+                (bool(ahead), f"{len(ahead)} fires recorded ahead of the database's clock"),
                 (not self.fault_log, "no fault was injected"),
             )
             if failed
@@ -790,6 +840,8 @@ def summary(report: dict[str, Any]) -> str:
         f"raw re-executions {e['raw_re_executions']}",
         f"  overlapping attempts: {report['overlapping_attempts']} (of which a stopped worker's "
         f"body resumed beside the next attempt: {report['overlapping_after_stall']})",
+        f"  clock: early starts {report['clock']['early_starts']}, "
+        f"fires ahead {report['clock']['future_fires']}",
         f"  pages: {report['pages']['samples']} samples, 5xx outside faults "
         f"{report['pages']['5xx_outside_faults']}, inside {report['pages']['5xx_inside_faults']}",
         "  recovery (s): "

@@ -59,9 +59,14 @@ ALTER TABLE tasks_app_task ALTER COLUMN alarm_note SET DEFAULT '',
                            ALTER COLUMN pause_note SET DEFAULT '',
                            ALTER COLUMN paused_by SET DEFAULT ''
 """
-# The column today's models write that 0030 adds (a running run's cancel request): there for
-# the models' writes at 0024, dropped again before migrating on.
-_CANCEL_RUN_COLUMN = "ALTER TABLE tasks_app_run ADD COLUMN cancel_requested_at timestamptz NULL"
+# Columns today's models write that 0029 adds (the run's action and author) and 0030 (a
+# running run's cancel request): there for the models' writes at 0024, dropped again before
+# migrating on.
+_NEW_RUN_COLUMNS = """
+ALTER TABLE tasks_app_run ADD COLUMN action varchar(100) NOT NULL DEFAULT '',
+                          ADD COLUMN requested_by varchar(250) NOT NULL DEFAULT '',
+                          ADD COLUMN cancel_requested_at timestamptz NULL
+"""
 ONE_OFFS = """
 from datetime import timedelta
 from django.utils import timezone
@@ -82,7 +87,7 @@ def test_one_off_tasks_of_enqueues_fold_into_their_functions_task(database: str)
     _migrate(database, "tasks_app", "0024")
     with psycopg.connect(database) as conn:
         conn.execute(_OLD_TASK_COLUMNS)
-        conn.execute(_CANCEL_RUN_COLUMN)
+        conn.execute(_NEW_RUN_COLUMNS)
     path = "myapp.tasks.send_welcome_email"
     first, second, other = (str(uuid.uuid4()) for _ in range(3))
     calls = [
@@ -101,7 +106,10 @@ def test_one_off_tasks_of_enqueues_fold_into_their_functions_task(database: str)
     )
     assert done.returncode == 0, done.stderr
     with psycopg.connect(database) as conn:
-        conn.execute("ALTER TABLE tasks_app_run DROP COLUMN cancel_requested_at")
+        conn.execute(
+            "ALTER TABLE tasks_app_run DROP COLUMN action, DROP COLUMN requested_by, "
+            "DROP COLUMN cancel_requested_at"
+        )
     _migrate(database)
     with psycopg.connect(database) as conn:
         tasks = dict(conn.execute("SELECT id, payload FROM tasks_app_task ORDER BY id").fetchall())
@@ -236,3 +244,32 @@ def test_the_pause_moves_to_the_tasks_state_row_and_back(database: str) -> None:
         ("new", False, "", ""),
         ("running", True, "system", ""),
     ]
+
+
+def test_stored_runs_take_their_tasks_action_and_the_author_their_trigger_names(
+    database: str,
+) -> None:
+    _migrate(database, "tasks_app", "0028")
+    runs = {trigger: str(uuid.uuid4()) for trigger in ("schedule", "enqueue", "api")}
+    with psycopg.connect(database) as conn:
+        _insert_task(conn, "hook", paused_columns=False)
+        conn.execute("UPDATE tasks_app_task SET action = 'http' WHERE id = 'hook'")
+        for trigger, run_id in runs.items():
+            conn.execute(
+                "INSERT INTO tasks_app_run (id, task_id, trigger, status, attempt,"
+                " scheduled_for, due_at, created_at, worker, output, truncated, error)"
+                " VALUES (%s, 'hook', %s, 'completed', 1, now(), now(), now(), '', '', false,"
+                " '')",
+                [run_id, trigger],
+            )
+    _migrate(database)
+    with psycopg.connect(database) as conn:
+        found = {
+            str(r[0]): r[1:]
+            for r in conn.execute("SELECT id, action, requested_by FROM tasks_app_run")
+        }
+    assert found == {
+        runs["schedule"]: ("http", "beat"),
+        runs["enqueue"]: ("http", "code"),
+        runs["api"]: ("http", ""),  # who asked was not recorded then
+    }

@@ -113,7 +113,10 @@ class CliCommand(BaseCommand):
                 relative(r.due_at, self.now),
                 relative(r.started_at, self.now),
                 display_duration(r.duration_ms),
+                r.requested_by or "-",
             ]
             for r in runs
         ]
-        return table(rows, ["RUN", "TASK", "TRIGGER", "STATUS", "TRY", "DUE", "STARTED", "TOOK"])
+        return table(
+            rows, ["RUN", "TASK", "TRIGGER", "STATUS", "TRY", "DUE", "STARTED", "TOOK", "BY"]
+        )

@@ -125,6 +125,12 @@ def add_verbs(parser: CommandParser) -> None:
     p.add_argument("--status", action="append", choices=RunStatus.values, help="repeat for several")
     p.add_argument("--trigger", action="append", choices=Trigger.values)
     p.add_argument(
+        "--requested-by",
+        metavar="WHO",
+        help="only runs asked for by WHO: a user name, beat, schedule:<module>, code, "
+        "retry:<run id>",
+    )
+    p.add_argument(
         "--dead", action="store_true", help="only failed (after retries) and expired runs"
     )
     p.add_argument("--limit", type=bounded_int(1, MAX_LIMIT), default=50)

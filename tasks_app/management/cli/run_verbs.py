@@ -23,7 +23,11 @@ class RunVerbs(CliCommand):
     def do_runs(self, o: dict[str, Any]) -> None:
         task_id = self.task(o["id"]).id if o.get("id") else None
         found = selectors.run_list(
-            task=task_id, status=o["status"], trigger=o["trigger"], dead=o["dead"]
+            task=task_id,
+            status=o["status"],
+            trigger=o["trigger"],
+            requested_by=o.get("requested_by"),
+            dead=o["dead"],
         )
         runs = list(found[: max(o["limit"], 0)])
         self.out(RunOutputSerializer(runs, many=True).data, self.runs_table(runs))
@@ -81,10 +85,12 @@ class RunVerbs(CliCommand):
                 f"{len(outcome.attempts)}, run {latest.id}, {latest.status})",
             ),
             ("trigger", run.trigger),
+            ("requested by", run.requested_by or "-"),
+            ("action", run.made_with),
             ("due", relative(run.due_at, self.now)),
         ]
         if run.payload is not None:  # its own arguments (a call from code, a run now with)
-            masked = secret_fields.payload_masked(run.task.action, run.payload)
+            masked = secret_fields.payload_masked(run.made_with, run.payload)
             lines.append(("payload", json.dumps(masked)))
         if latest.error:
             lines.append(("error", latest.error.strip().splitlines()[0]))
