@@ -92,7 +92,8 @@ FINAL_RUN_STATUSES = frozenset(
     }
 )
 ACTIVE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING})
-CANCELLABLE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED})
+# Pending and queued runs are cancelled at once; a running run is asked to stop.
+CANCELLABLE_RUN_STATUSES = frozenset({RunStatus.PENDING, RunStatus.QUEUED, RunStatus.RUNNING})
 RETRYABLE_RUN_STATUSES = frozenset({RunStatus.FAILED, RunStatus.EXPIRED, RunStatus.CANCELLED})
 
 

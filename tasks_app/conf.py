@@ -391,6 +391,18 @@ class AppSettings:
         "a running run whose lease is older is lost: interrupted (keep it several heartbeats long)",
         above=True,
     )
+    CANCEL_CHECK_SECONDS = Number(
+        1.0,
+        "how often a worker process running runs looks for cancel requests on them (one "
+        "query by primary key): how soon a running run's action sees that it was cancelled",
+        above=True,
+    )
+    CANCEL_GRACE_SECONDS = Number(
+        10.0,
+        "a running run asked to stop whose action has not returned this long after the "
+        "request is ended with its worker process (a prefork pool process; the main process "
+        "replaces it) and recorded `cancelled`",
+    )
     MAX_INTERRUPTIONS = Number(
         3,
         "how many times a run cut off by its worker's death (kill, OOM, deploy) runs again "

@@ -466,6 +466,11 @@ class Run(StatusGuarded):
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Renewed by the worker while the run is running."
     )
+    # A person asked a running run to stop (services.run_cancel): its action sees the request,
+    # its worker ends it after TASKS_CANCEL_GRACE_SECONDS, and it ends cancelled.
+    cancel_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a person asked this running run to stop."
+    )
 
     # This run's own arguments, queue and priority (an enqueue of a @task function, "run
     # now with..."): unset, the task's. Read through call_payload, queue_name, priority_level.

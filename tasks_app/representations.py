@@ -122,6 +122,10 @@ class RunOutputSerializer(serializers.Serializer):
     queued_at = serializers.DateTimeField(allow_null=True)
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    cancel_requested_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When a person asked this run to stop while it ran; it ends 'cancelled'.",
+    )
     lateness_ms = serializers.FloatField(allow_null=True, help_text="started_at - due_at, in ms")
     duration_ms = serializers.IntegerField(allow_null=True)
     worker = serializers.CharField()

@@ -12,6 +12,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from . import cancellation
+
 JSON = Any
 
 
@@ -29,6 +31,18 @@ class RunContext:
     created_at: datetime | None = None  # when this attempt was created
     started_at: datetime | None = None  # when this attempt was claimed
     worker: str = ""  # the worker that claimed it
+
+    def cancel_requested(self) -> bool:
+        """Whether a person asked this run to stop (seen within ``TASKS_CANCEL_CHECK_SECONDS``
+        of the request). Poll it between steps and return when it is true: the run ends
+        ``cancelled``; an action that goes on is ended with its process after
+        ``TASKS_CANCEL_GRACE_SECONDS``."""
+        return cancellation.requested(self.run_id)
+
+    def raise_if_cancelled(self) -> None:
+        """Raise ``actions.Cancelled`` if a person asked this run to stop."""
+        if cancellation.requested(self.run_id):
+            raise Cancelled(self.run_id)
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,29 @@ class Raised(Exception):
     def __init__(self, exception: BaseException):
         super().__init__(str(exception))
         self.exception = exception
+
+
+class Cancelled(ActionError):
+    """Raised by ``raise_if_cancelled()``: the run was asked to stop, and ends ``cancelled``
+    (not retried). Raised with no request, the run fails without a retry."""
+
+    def __init__(self, run_id: str = "") -> None:
+        super().__init__(f"run {run_id} stopped at its cancel request", retryable=False)
+
+
+def cancel_requested() -> bool:
+    """Whether the run the calling thread executes was asked to stop (``False`` outside a
+    run): for code that has no ``RunContext``, such as a ``@task`` function without a
+    context. Poll it between steps of long work and return (or raise) when it is true."""
+    run_id = cancellation.current_run_id()
+    return run_id is not None and cancellation.requested(run_id)
+
+
+def raise_if_cancelled() -> None:
+    """Raise :class:`Cancelled` if the run the calling thread executes was asked to stop."""
+    run_id = cancellation.current_run_id()
+    if run_id is not None and cancellation.requested(run_id):
+        raise Cancelled(run_id)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
     Run,
+    RunStatus,
 )
 from ..selectors.paging import BoundedPaginator
 from . import attempts as attempts_view
@@ -86,6 +87,7 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
         "queued",
         "started",
         "finished",
+        "cancel_requested",
         "lateness",
         "duration",
         "worker",
@@ -159,6 +161,10 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
     @admin.display(description="finished")
     def finished(self, run: Run) -> SafeString | str:
         return instant(run.finished_at)
+
+    @admin.display(description="cancel requested")
+    def cancel_requested(self, run: Run) -> SafeString | str:
+        return instant(run.cancel_requested_at)
 
     @admin.display(description="worker", ordering="worker")
     def worker_name(self, run: Run) -> SafeString | str:
@@ -293,6 +299,8 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
         target = run
         try:
             target = service(run=run, by=request.user)
+            if target.status == RunStatus.RUNNING:  # a running run cancelled: asked to stop
+                verb = "asked to stop (it ends cancelled)"
             self.message_user(request, f"Run {str(run.pk)[:8]} {verb}.", messages.SUCCESS)
         except services.ConflictError as exc:
             self.message_user(request, str(exc), messages.WARNING)
@@ -337,7 +345,10 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
-    @admin.action(description="Cancel (pending or queued runs)", permissions=["cancel"])
+    @admin.action(
+        description="Cancel (pending or queued runs; running ones are asked to stop)",
+        permissions=["cancel"],
+    )
     def cancel(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         self._each(request, queryset, services.run_cancel, "cancelled", CANCELLABLE_RUN_STATUSES)
 

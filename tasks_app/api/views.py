@@ -33,7 +33,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import actions, permissions, selectors, services
-from ..models import Run, Task, Trigger
+from ..models import Run, RunStatus, Task, Trigger
 from ..observability import health
 from ..representations import (
     RunDetailSerializer,
@@ -557,13 +557,18 @@ class RunCancelView(ApiView):
 
     @extend_schema(
         operation_id="runs_cancel",
-        summary="Cancel a pending or queued run",
+        summary="Cancel a run: a pending or queued one at once (200), a running one is asked "
+        "to stop (202, cancel_requested_at set; it ends 'cancelled')",
         request=None,
-        responses={200: RunOutputSerializer, **errors(404, 409)},
+        responses={200: RunOutputSerializer, 202: RunOutputSerializer, **errors(404, 409)},
     )
     def post(self, request: Request, run_id: str) -> Response:
         run = services.run_cancel(run=self.run(run_id), by=self.by)
-        return Response(RunOutputSerializer(run).data)
+        asked = run.status == RunStatus.RUNNING
+        return Response(
+            RunOutputSerializer(run).data,
+            status=status.HTTP_202_ACCEPTED if asked else status.HTTP_200_OK,
+        )
 
 
 @extend_schema(parameters=[RUN_ID])

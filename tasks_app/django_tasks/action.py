@@ -20,11 +20,22 @@ import traceback
 from typing import Any
 
 from .. import clock
-from ..actions import JSON, ActionError, Outcome, PayloadError, Raised, RunContext, register
+from ..actions import (
+    JSON,
+    ActionError,
+    Outcome,
+    PayloadError,
+    Raised,
+    RunContext,
+    cancel_requested,
+    raise_if_cancelled,
+    register,
+)
 from ..models import Run
 from ..services.django_task_paths import path_refusal, run_refusal
 from .framework import (
     ACTION,
+    RunEnded,
     TaskContext,
     TaskError,
     TaskResultStatus,
@@ -83,6 +94,22 @@ def check(payload: dict[str, JSON]) -> None:
         raise PayloadError([f"args/kwargs: {wrong}"])
 
 
+class RunTaskContext(TaskContext):
+    """Django's ``TaskContext`` of a ``@task`` function (``takes_context=True``) running as a
+    run, which also says whether a person asked the run to stop: poll
+    ``context.cancel_requested()`` (or call ``context.raise_if_cancelled()``) between steps and
+    return when it is true; the run ends ``cancelled``. A function without a context asks
+    ``tasks_app.actions.cancel_requested()``."""
+
+    __slots__ = ()
+
+    def cancel_requested(self) -> bool:
+        return cancel_requested()
+
+    def raise_if_cancelled(self) -> None:
+        raise_if_cancelled()
+
+
 @register(
     ACTION,
     schema=SCHEMA,
@@ -105,7 +132,7 @@ def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
     task_started.send(sender, task_result=result)
     try:
         if task.takes_context:
-            value = task.call(TaskContext(task_result=result), *args, **kwargs)
+            value = task.call(RunTaskContext(task_result=result), *args, **kwargs)
         else:
             value = task.call(*args, **kwargs)
         try:
@@ -122,7 +149,14 @@ def django_task(payload: dict[str, JSON], ctx: RunContext) -> Outcome:
         if isinstance(exc, Exception):
             raise
         raise Raised(exc) from None  # SystemExit and the like: a failed attempt, as Django has it
-    _finish(result, TaskResultStatus.SUCCESSFUL, value=value)
+    if cancel_requested():  # returned after its run was asked to stop: the run is cancelled
+        stopped = TaskError(
+            exception_class_path=f"{RunEnded.__module__}.{RunEnded.__qualname__}",
+            traceback="cancelled: the function returned after its run was asked to stop",
+        )
+        _finish(result, TaskResultStatus.FAILED, errors=[*result.errors, stopped], value=value)
+    else:
+        _finish(result, TaskResultStatus.SUCCESSFUL, value=value)
     task_finished.send(sender, task_result=result)
     return Outcome(output="", result=value)
 

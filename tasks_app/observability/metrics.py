@@ -6,7 +6,10 @@ each see a slice. Instead every figure is read at scrape time from the shared st
 - ``tasks_runs_total{status,action}``: runs finished, by final status and action; a counter
   that only grows: finished runs are tallied once (``services.run_tally``), so neither
   retention nor deleting a task takes it back, and a scrape reads minutes of runs, not the
-  history. ``tasks_runs_running``: runs running now.
+  history; ``status="cancelled"`` counts cancellations, of waiting and of running runs.
+  ``tasks_runs_running``: runs running now; ``tasks_runs_cancelling``: those of them asked to
+  stop, not ended yet (one that stays up is an action that ignores the request past
+  ``TASKS_CANCEL_GRACE_SECONDS`` in a pool that cannot end it).
 - ``tasks_run_start_lateness_seconds``: histogram of ``started_at - due_at`` of finished runs
   (same tally).
 - ``tasks_queue_depth{queue,status}``: runs waiting (``pending`` in the database,
@@ -130,6 +133,12 @@ class TasksCollector:
         running = GaugeMetricFamily("tasks_runs_running", "Runs running now.")
         running.add_metric([], Run.objects.filter(status=RunStatus.RUNNING).count())
         yield running
+        cancelling = Run.objects.filter(status=RunStatus.RUNNING, cancel_requested_at__isnull=False)
+        yield GaugeMetricFamily(
+            "tasks_runs_cancelling",
+            "Running runs a person asked to stop that have not ended yet.",
+            value=cancelling.count(),
+        )
         cumulative, buckets = 0, []
         for bound, n in zip(LATENESS_BUCKETS, totals.lateness_buckets, strict=False):
             cumulative += n

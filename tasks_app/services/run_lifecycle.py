@@ -49,6 +49,8 @@ EXECUTOR_LOCK_WAIT_SECONDS = 2.0
 # instant (by the database's clock) before handing it back to beat.
 EARLY_WAIT_SECONDS = 5.0
 _RESULT = Run._meta.get_field("result")
+# The error of a run asked to stop whose action then returned (its output and result kept).
+RETURNED_AFTER_CANCEL = "cancelled: its action returned after the request to stop"
 
 
 def run_execute(
@@ -303,9 +305,10 @@ def _overlap_allows(run: Run, *, now: datetime) -> bool:
 
 
 def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
-    """``running → completed`` (one statement, ``complete_run``); a no-op if the run's end
-    was already recorded (for instance the sweep declared it lost while its worker was cut
-    off from the database)."""
+    """``running → completed`` (one statement, ``complete_run``), or ``cancelled`` with the
+    same output if a person asked the run to stop before (:func:`run_cancel`); a no-op if
+    the run's end was already recorded (for instance the sweep declared it lost while its
+    worker was cut off from the database)."""
     text, truncated = cap_output(output)
     now = clock.now()
     value = None if result is None else jsonable(result)
@@ -317,14 +320,18 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
             "output": text,
             "truncated": truncated,
             "result": None if value is None else _RESULT.get_db_prep_save(value, connection),
+            "cancelled_error": RETURNED_AFTER_CANCEL,
         },
     )
     if not row or not row[0]:
         _not_recorded(run, RunStatus.COMPLETED)
         return run
-    run.status, run.finished_at = RunStatus.COMPLETED, now
+    run.status, run.finished_at = RunStatus(row[0]), now
     run.output, run.truncated, run.result = text, truncated, value
-    if log.isEnabledFor(logging.INFO):
+    if run.status == RunStatus.CANCELLED:
+        run.error = RETURNED_AFTER_CANCEL
+        _cancelled(run, how=RETURNED_AFTER_CANCEL)
+    elif log.isEnabledFor(logging.INFO):
         run_log(log, run).info("run completed")
     return run
 
@@ -387,8 +394,10 @@ def _finish(
         if finished is None or finished[0] is None:
             _not_recorded(run, status)
             return run
-        run.status, run.finished_at, run.error = status, now, text
-        if retry_after is not None:
+        run.status, run.finished_at, run.error = RunStatus(finished[1]), now, text
+        if run.status == RunStatus.CANCELLED:  # a person asked it to stop: no new attempt
+            task_after_run([run.task_id], RunStatus.CANCELLED)
+        elif retry_after is not None:
             run_create(
                 task=task,
                 trigger=Trigger.RETRY,
@@ -405,6 +414,9 @@ def _finish(
         else:
             task_after_run([run.task_id], RunStatus.FAILED)
             _count_failure(task, error=text)
+    if run.status == RunStatus.CANCELLED:
+        _cancelled(run, how=text.splitlines()[0] if text else status)
+        return run
     run_log(log, run).warning("run %s: %s", status, text.splitlines()[0] if text else "")
     return run
 
@@ -427,16 +439,32 @@ def run_lost(*, run_id: str, error: str, executor: bool = False) -> Run | None:
 
 
 def run_cancel(*, run: Run, by: permissions.Actor = "") -> Run:
-    """Cancel a run that has not started (``pending`` or ``queued``)."""
+    """Cancel a run: one that has not started (``pending`` or ``queued``) is ``cancelled`` at
+    once; a ``running`` one is asked to stop (``cancel_requested_at``, kept from a first
+    request) and stays ``running`` until it does. Its action sees the request
+    (``ctx.cancel_requested()``, ``tasks_app.actions.cancel_requested()``) within
+    ``TASKS_CANCEL_CHECK_SECONDS``; its worker ends it ``TASKS_CANCEL_GRACE_SECONDS`` after
+    the request if it has not stopped (``tasks_app.worker.recovery``). However it ends, it
+    ends ``cancelled``, written once by the store, and is not retried. A finished run is
+    refused (409)."""
     name = permissions.authorize(by, "cancel")
-    row = store.fetch_one("cancel_run", {"run_id": run.pk, "now": clock.now()})
+    now = clock.now()
+    row = store.fetch_one("cancel_run", {"run_id": run.pk, "now": now})
+    if row is not None:
+        run.refresh_from_db()
+        task_after_run([run.task_id], RunStatus.CANCELLED)
+        run_log(log, run).info("run %s cancelled by %s", run.id, name or "-", extra={"by": name})
+        return run
+    asked = store.fetch_one("request_cancel", {"run_id": run.pk, "now": now})
     run.refresh_from_db()
-    if row is None:
+    if asked is None:
         raise ConflictError(
-            f"run {run.id} is {run.status}; only pending or queued runs can be cancelled"
+            f"run {run.id} is {run.status}; only pending, queued or running runs can be cancelled"
         )
-    task_after_run([run.task_id], RunStatus.CANCELLED)
-    run_log(log, run).info("run %s cancelled by %s", run.id, name or "-", extra={"by": name})
+    if asked[0] == now:
+        run_log(log, run).info(
+            "run %s asked to stop by %s", run.id, name or "-", extra={"by": name}
+        )
     return run
 
 
@@ -471,6 +499,11 @@ def cap_output(text: str) -> tuple[str, bool]:
     if len(data) <= limit:
         return text, False
     return data[:limit].decode("utf-8", errors="ignore"), True
+
+
+def _cancelled(run: Run, *, how: str) -> None:
+    if log.isEnabledFor(logging.INFO):
+        run_log(log, run).info("run cancelled: %s", how)
 
 
 def _not_recorded(run: Run, status: str) -> None:

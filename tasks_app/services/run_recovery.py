@@ -38,7 +38,7 @@ def run_renew_leases(*, held: dict[str, datetime], now: datetime) -> list[str]:
     renewed = store.execute("renew_leases", {"run_ids": ids, "now": now})
     if renewed == len(ids):
         return []
-    ended = (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.RETRYING)
+    ended = (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.RETRYING, RunStatus.CANCELLED)
     return [
         str(run_id)
         for run_id, started in Run.objects.filter(id__in=ids, status__in=ended).values_list(
@@ -46,6 +46,26 @@ def run_renew_leases(*, held: dict[str, datetime], now: datetime) -> list[str]:
         )
         if started is not None and started >= held[str(run_id)]
     ]
+
+
+def run_cancel_requests(*, run_ids: Iterable[str]) -> dict[str, datetime]:
+    """Of ``run_ids`` (the runs a process holds), those a person asked to stop while they
+    run, with when they were asked (``services.run_cancel``)."""
+    ids = list(run_ids)
+    if not ids:
+        return {}
+    return {str(run_id): at for run_id, at in store.fetch_all("cancel_requests", {"run_ids": ids})}
+
+
+def run_stop_cancelled(*, run_id: str, reason: str) -> Run | None:
+    """Record the end of a running run asked to stop whose action did not stop within the
+    grace, right before its process is ended: ``cancelled`` (``finish_run``, which writes
+    ``cancelled`` for any end of a run with a cancel request), no new attempt. ``None`` if
+    it is not running any more."""
+    run = Run.objects.select_related("task").filter(pk=run_id, status=RunStatus.RUNNING).first()
+    if run is None:
+        return None
+    return run_fail(run=run, error=reason, retryable=False)
 
 
 def run_expire_overdue(*, now: datetime, batch: int = 1000) -> int:

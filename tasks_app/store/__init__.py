@@ -57,8 +57,8 @@ RUN_TRANSITIONS: dict[str, frozenset[str]] = {
     # claimed; back to pending (publish failed, message lost, held by a pause or overlap);
     # past its deadline; cancelled; skipped (pause, overlap); failed (the broker refused it)
     _S.QUEUED: frozenset({_S.RUNNING, _S.PENDING, _S.EXPIRED, _S.CANCELLED, _S.SKIPPED, _S.FAILED}),
-    # its outcome, or cut off by its worker's death
-    _S.RUNNING: frozenset({_S.COMPLETED, _S.FAILED, _S.RETRYING, _S.INTERRUPTED}),
+    # its outcome, cut off by its worker's death, or stopped at a person's request
+    _S.RUNNING: frozenset({_S.COMPLETED, _S.FAILED, _S.RETRYING, _S.INTERRUPTED, _S.CANCELLED}),
     **{final: frozenset() for final in _S if final not in (_S.PENDING, _S.QUEUED, _S.RUNNING)},
 }
 RUN_FIELDS: Sequence[Field[Any, Any]] = Run._meta.concrete_fields

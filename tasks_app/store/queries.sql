@@ -121,6 +121,14 @@ UPDATE tasks_app_taskstate SET consecutive_failures = consecutive_failures + 1
  WHERE task_id = %(task_id)s
 RETURNING consecutive_failures;
 
+-- name: cancel_requests
+-- Of the runs %(run_ids)s a worker process holds, those a person asked to stop while they
+-- run (request_cancel), with when: the process's lease keeper reads it every
+-- TASKS_CANCEL_CHECK_SECONDS (by primary key; most calls find nothing).
+SELECT id, cancel_requested_at FROM tasks_app_run
+ WHERE id = ANY(%(run_ids)s::uuid[]) AND cancel_requested_at IS NOT NULL
+   AND status IS NOT DISTINCT FROM 'running';
+
 -- name: renew_leases
 -- The lease (heartbeat_at) of the runs %(run_ids)s a worker process holds, pushed to %(now)s
 -- while they are still running; the row count is how many were.
@@ -202,41 +210,51 @@ UNION ALL
 SELECT * FROM refused;
 
 -- name: complete_run
--- running -> completed with the run's output; the task follows (its failure streak reset,
--- a paused task keeps its status and next_run_at, a task with another run running stays
--- running). Only the executor completes a run: its executor lock is released (whether the
--- run was still running or not). Returns 1 if the run was running.
+-- running -> completed with the run's output, or cancelled (output kept, error
+-- %(cancelled_error)s) when a person asked it to stop before this statement: a cancel
+-- request decides the run's end, whatever its action did after it. The task follows (its failure streak reset on a completion, a paused
+-- task keeps its status and next_run_at, a task with another run running stays running).
+-- Only the executor completes a run: its executor lock is released (whether the run was
+-- still running or not). Returns the status written, NULL if the run was not running.
 WITH finished AS (
     UPDATE tasks_app_run
-       SET status = 'completed', finished_at = %(now)s, output = %(output)s,
-           truncated = %(truncated)s, result = %(result)s
+       SET status = CASE WHEN cancel_requested_at IS NULL THEN 'completed' ELSE 'cancelled' END,
+           finished_at = %(now)s, output = %(output)s,
+           truncated = %(truncated)s, result = %(result)s,
+           error = CASE WHEN cancel_requested_at IS NULL THEN error
+                        ELSE %(cancelled_error)s END
      WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
- RETURNING id, task_id
+ RETURNING id, task_id, status
 ), task_done AS (
     UPDATE tasks_app_taskstate AS s
-       SET status = tasks_app_status_after(t, s, 'completed', f.id),
+       SET status = tasks_app_status_after(t, s, f.status, f.id),
            next_run_at = CASE WHEN s.status = 'paused' THEN s.next_run_at
                               ELSE tasks_app_next_run_at(t, s, (
                                   SELECT w.due_at
                                     FROM tasks_app_earliest_waiting(t.id, NULL) AS w), NULL)
                          END,
-           consecutive_failures = 0
+           consecutive_failures = CASE WHEN f.status = 'completed' THEN 0
+                                       ELSE s.consecutive_failures END
       FROM finished AS f JOIN tasks_app_task AS t ON t.id = f.task_id
      WHERE s.task_id = f.task_id
 )
-SELECT (SELECT count(*) FROM finished), pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0));
+SELECT (SELECT status FROM finished),
+       pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0));
 
 -- name: finish_run
--- running -> failed, retrying or interrupted with the error; the executor (executor: true)
--- releases its executor lock. Returns the run's task id, NULL if the run was no longer
--- running.
+-- running -> failed, retrying or interrupted with the error, or cancelled when a person
+-- asked the run to stop (request_cancel) before this statement: then no new attempt
+-- follows, whoever ends it (the action's error, its worker killed at the cancel's grace or
+-- lost, the sweep). The executor (executor: true) releases its executor lock. Returns the
+-- run's task id and the status written, NULLs if the run was no longer running.
 WITH finished AS (
     UPDATE tasks_app_run
-       SET status = %(status)s, finished_at = %(now)s, error = %(error)s
+       SET status = CASE WHEN cancel_requested_at IS NULL THEN %(status)s ELSE 'cancelled' END,
+           finished_at = %(now)s, error = %(error)s
      WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
- RETURNING task_id
+ RETURNING task_id, status
 )
-SELECT (SELECT task_id FROM finished),
+SELECT (SELECT task_id FROM finished), (SELECT status FROM finished),
        CASE WHEN %(executor)s THEN pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0)) END;
 
 -- name: executor_gone
@@ -282,6 +300,15 @@ UPDATE tasks_app_run
  WHERE id = %(run_id)s
    AND (status IS NOT DISTINCT FROM 'pending' OR status IS NOT DISTINCT FROM 'queued')
 RETURNING task_id;
+
+-- name: request_cancel
+-- A running run asked to stop at %(now)s (a second request keeps the first one's time): its
+-- worker sees it (cancel_requests) and its end is recorded cancelled (complete_run,
+-- finish_run). Returns when it was asked, or nothing if the run is not running.
+UPDATE tasks_app_run
+   SET cancel_requested_at = COALESCE(cancel_requested_at, %(now)s)
+ WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
+RETURNING cancel_requested_at;
 
 -- name: queue_runs
 -- pending -> queued, for those of the given runs still pending (released onto the broker).

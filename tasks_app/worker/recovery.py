@@ -12,6 +12,13 @@ its next renewal finds the run ended by the sweep, interrupted, failed or retrie
 process replaces it, as after any lost pool process): no outcome is recorded twice and no
 retry overlaps the attempt it replaces.
 
+The same thread carries a person's request to stop a running run (``services.run_cancel``)
+to the run: every ``TASKS_CANCEL_CHECK_SECONDS`` it looks for requests on the runs its
+process holds and marks them where the action asks (``ctx.cancel_requested()``,
+``tasks_app.actions.cancel_requested()``). An action that has not returned
+``TASKS_CANCEL_GRACE_SECONDS`` after the request is ended like a lost lease: the run is
+recorded ``cancelled`` and the pool process kills itself (its main process replaces it).
+
 The lease's writes are service functions (``tasks_app.services.run_recovery``).
 """
 
@@ -32,9 +39,12 @@ from celery.signals import worker_process_init
 from django.db import close_old_connections, connection
 
 from .. import clock
+from ..actions import cancellation
 from ..conf import app_settings
 from ..services.run_recovery import (
+    run_cancel_requests,
     run_renew_leases,
+    run_stop_cancelled,
 )
 
 log = logging.getLogger(__name__)
@@ -52,6 +62,8 @@ class LeaseKeeper:
         self._runs: dict[str, datetime] = {}  # run id -> when this process began holding it
         self._finishing: set[str] = set()  # held runs whose outcome this process is recording
         self._renewed_at = time.monotonic()  # the last renewal, or the first hold after it
+        # held runs asked to stop -> when (time.monotonic()) their grace ends
+        self._stop_at: dict[str, float] = {}
         self._thread: threading.Thread | None = None
         self._pid = 0
 
@@ -65,6 +77,7 @@ class LeaseKeeper:
             if not self._runs:
                 self._renewed_at = time.monotonic()
             self._runs[run_id] = clock.now()
+        cancellation.begin(run_id)
 
         def finishing() -> None:
             with self._lock:
@@ -76,21 +89,30 @@ class LeaseKeeper:
             with self._lock:
                 self._runs.pop(run_id, None)
                 self._finishing.discard(run_id)
+                self._stop_at.pop(run_id, None)
+            cancellation.end(run_id)
 
     def _ensure_thread(self) -> None:
         if self._pid != os.getpid():
             self._pid, self._runs, self._finishing, self._thread = os.getpid(), {}, set(), None
+            self._stop_at = {}
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._loop, name="run-lease", daemon=True)
             self._thread.start()
 
     def _loop(self) -> None:
+        next_renewal = time.monotonic() + app_settings.HEARTBEAT_SECONDS
         while True:
-            time.sleep(app_settings.HEARTBEAT_SECONDS)
+            time.sleep(self._pause(next_renewal))
             with self._lock:
                 held = dict(self._runs)
             if not held:
+                next_renewal = time.monotonic() + app_settings.HEARTBEAT_SECONDS
                 continue
+            self._serve_cancels(held)
+            if time.monotonic() < next_renewal:
+                continue
+            next_renewal = time.monotonic() + app_settings.HEARTBEAT_SECONDS
             try:
                 close_old_connections()  # this thread's own connection, health-checked
                 started = time.monotonic()
@@ -104,6 +126,43 @@ class LeaseKeeper:
                 lost = [run_id for run_id in lost if run_id not in self._finishing]
             if lost:
                 lease_lost(lost, why="ended by the sweep (interrupted, failed or retried)")
+
+    def _pause(self, next_renewal: float) -> float:
+        """Until the next renewal, the next look for cancel requests or the nearest end of a
+        cancel's grace, whichever comes first."""
+        now = time.monotonic()
+        with self._lock:
+            ends = list(self._stop_at.values())
+        wake = min(next_renewal, now + app_settings.CANCEL_CHECK_SECONDS, *ends)
+        return max(wake - now, 0.01)
+
+    def _serve_cancels(self, held: dict[str, datetime]) -> None:
+        """Mark the held runs a person asked to stop; end those past their grace."""
+        try:
+            close_old_connections()
+            asked = run_cancel_requests(run_ids=held)
+        except Exception:  # the database blinked: look again on the next beat
+            log.warning("looking for cancel requests failed", exc_info=True)
+            connection.close()
+            asked = {}
+        now, mono = clock.now(), time.monotonic()
+        grace = app_settings.CANCEL_GRACE_SECONDS
+        with self._lock:
+            for run_id, at in asked.items():
+                if run_id in self._runs and run_id not in self._stop_at:
+                    cancellation.mark_requested(run_id)
+                    left = grace - (now - at).total_seconds()
+                    self._stop_at[run_id] = mono + max(left, 0.0)
+                    log.info("run %s asked to stop; ended in %.1f s unless it does", run_id, left)
+            due = [
+                run_id
+                for run_id, at in self._stop_at.items()
+                if at <= mono and run_id in self._runs and run_id not in self._finishing
+            ]
+            for run_id in due:
+                self._stop_at[run_id] = float("inf")  # ended once
+        if due:
+            stop_cancelled(due, grace=grace)
 
     def stood_still(self) -> tuple[list[str], float]:
         """The runs held and how long ago their lease was last renewed (no lock: called from
@@ -123,6 +182,27 @@ def lease_lost(run_ids: list[str], *, why: str) -> None:
         log.error("lease lost on run %s (%s); its action goes on", ids, why)
         return
     log.error("lease lost on run %s (%s); stopping this pool process", ids, why)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def stop_cancelled(run_ids: list[str], *, grace: float) -> None:
+    """Runs asked to stop whose actions went on past the grace: each is recorded
+    ``cancelled``, then the pool process ends (as :func:`lease_lost`; the redelivered
+    message finds the run cancelled and is ignored). Should the record fail, the run's end
+    is recorded by the redelivery or the sweep, ``cancelled`` too (a cancel request decides
+    it). In a solo or threads pool the run is recorded and its action goes on."""
+    reason = f"cancelled: its action did not stop within {grace:g} s of the request; ended"
+    for run_id in run_ids:
+        try:
+            run_stop_cancelled(run_id=run_id, reason=reason)
+        except Exception:
+            log.warning("recording the cancel of run %s failed", run_id, exc_info=True)
+            connection.close()
+    ids = ", ".join(run_ids)
+    if current_process().name == "MainProcess":
+        log.error("cancel grace over on run %s; its action goes on (not a pool process)", ids)
+        return
+    log.error("cancel grace over on run %s; stopping this pool process", ids)
     os.kill(os.getpid(), signal.SIGKILL)
 
 

@@ -138,7 +138,7 @@ def test_cancel_and_retry_buttons_go_through_the_services(operator) -> None:
     # cancelling a finished run is a conflict, shown as a message, nothing changes
     done = finished(services.task_execute(task=task), RunStatus.COMPLETED)
     response = operator.post(reverse("admin:tasks_app_run_cancel", args=[done.pk]), follow=True)
-    assert "only pending or queued runs can be cancelled" in response.content.decode()
+    assert "only pending, queued or running runs can be cancelled" in response.content.decode()
     done.refresh_from_db()
     assert done.status == RunStatus.COMPLETED
 
@@ -159,7 +159,7 @@ def test_run_page_is_titled_as_a_run_and_list_actions_skip_what_they_cannot_do(o
     )
     texts = [str(m) for m in response.context["messages"]]
     assert "1 run(s) cancelled." in texts
-    assert "1 run(s) left alone: only pending, queued runs can be cancelled." in texts
+    assert "1 run(s) left alone: only pending, queued, running runs can be cancelled." in texts
     waiting.refresh_from_db()
     done.refresh_from_db()
     assert (waiting.status, done.status) == (RunStatus.CANCELLED, RunStatus.COMPLETED)
@@ -238,3 +238,22 @@ def test_an_attempt_retried_to_completion_shows_the_status_its_outcome_has(opera
     assert (
         "this attempt" not in last.split("<label>Status:</label>", 1)[1].split("<label>Outcome")[0]
     )
+
+
+def test_cancel_on_a_running_run_asks_it_to_stop_and_the_page_shows_the_request(
+    operator,
+) -> None:
+    from tests.shared import queued_run
+
+    task = services.task_create(id="long-job", action="noop")
+    running = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    assert running is not None
+    page = operator.get(reverse("admin:tasks_app_run_change", args=[running.pk])).content.decode()
+    assert 'id="btn-cancel"' in page
+    response = operator.post(reverse("admin:tasks_app_run_cancel", args=[running.pk]), follow=True)
+    texts = [str(m) for m in response.context["messages"]]
+    assert f"Run {str(running.pk)[:8]} asked to stop (it ends cancelled)." in texts
+    stored = Run.objects.get(pk=running.pk)
+    assert stored.status == RunStatus.RUNNING and stored.cancel_requested_at is not None
+    shown = response.content.decode().split("field-cancel_requested", 1)[1].split("</div>", 2)[0]
+    assert stored.cancel_requested_at.strftime("%Y-%m-%d %H:%M:%S") in shown

@@ -197,7 +197,7 @@ def test_tables_pause_resume_preview_backfill_runs() -> None:
     assert cancelled["status"] == "cancelled"
     retried = tasks("retry", waiting["id"])
     assert retried["trigger"] == "retry" and retried["attempt"] == 2
-    with pytest.raises(CommandError, match="only pending or queued"):
+    with pytest.raises(CommandError, match="is cancelled; only pending, queued or running"):
         call_command("tasks", "cancel", waiting["id"], stdout=StringIO())
 
 
@@ -238,3 +238,18 @@ def test_execute_with_a_payload_runs_with_it_and_show_prints_it() -> None:
     with pytest.raises(CommandError, match="payload: does not fit action 'echo'"):
         tasks("execute", "hello", "--payload", '{"nope": 1}')
     assert Run.objects.count() == 1
+
+
+def test_cancel_asks_a_running_run_to_stop_and_refuses_a_finished_one(db) -> None:
+    from tasks_app import services
+    from tests.shared import queued_run
+
+    task = services.task_create(id="long-job", action="noop")
+    run = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    assert run is not None
+    assert tasks_text("cancel", str(run.id)).startswith(f"asked running run {run.id} to stop")
+    shown = tasks("cancel", str(run.id))
+    assert shown["status"] == "running" and shown["cancel_requested_at"] is not None
+    services.run_fail(run=run, error="stopped", executor=True)
+    with pytest.raises(CommandError, match="is cancelled; only pending, queued or running"):
+        call_command("tasks", "cancel", str(run.id), stdout=StringIO())

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import time
+
 import django
 
 if django.VERSION >= (6, 0):
@@ -52,6 +54,17 @@ def flaky(context: object, succeed_on: int) -> int:
     if attempt < succeed_on:
         raise QuotaExceeded(f"attempt {attempt} of {succeed_on}")
     return attempt
+
+
+@task(takes_context=True)
+def until_cancelled(context: object, seconds: float) -> str:
+    """Works in small steps for ``seconds``, stopping when its run is cancelled."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if context.cancel_requested():  # type: ignore[attr-defined]
+            return "stopped at the cancel request"
+        time.sleep(0.02)
+    return "ran to the end"
 
 
 def not_a_task() -> None:

@@ -88,3 +88,23 @@ def stop_self(payload: dict[str, JSON], ctx: RunContext) -> str:
         os.kill(os.getpid(), signal.SIGSTOP)
     Execution.objects.filter(pk=execution.pk).update(finished_at=timezone.now())
     return "continued"
+
+
+@actions.register(
+    "test-cancellable",
+    schema={"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0}}},
+    description="Works in small steps for payload.seconds, stopping when the run is cancelled.",
+)
+def cancellable(payload: dict[str, JSON], ctx: RunContext) -> str:
+    execution = Execution.objects.create(
+        run_id=logical_run_id(ctx), attempt_run_id=uuid.UUID(ctx.run_id), pid=os.getpid()
+    )
+    end = time.monotonic() + float(payload.get("seconds", 0))
+    steps = 0
+    while time.monotonic() < end and not ctx.cancel_requested():
+        time.sleep(0.02)
+        steps += 1
+    Execution.objects.filter(pk=execution.pk).update(finished_at=timezone.now())
+    if ctx.cancel_requested():
+        return f"stopped at the cancel request after {steps} steps"
+    return f"ran all {steps} steps"

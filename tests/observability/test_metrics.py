@@ -119,3 +119,23 @@ def test_the_paused_and_alarm_counts_are_read_from_their_indexes(client) -> None
         sql = sent(lambda: scrape(client), "COUNT(", where)
         assert index in (found := plan(sql, EVERY_SCAN[:1])), found
     assert scrape(client)["tasks_paused"] == {(): 1.0}
+
+
+@pytest.mark.django_db
+def test_a_running_run_asked_to_stop_is_cancelling_then_counted_cancelled(client) -> None:
+    from tests.shared import queued_run
+
+    task = services.task_create(id="stopped", action="noop")
+    run = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    assert run is not None
+    before = scrape(client)
+    assert before["tasks_runs_cancelling"] == {(): 0}
+    services.run_cancel(run=run)
+    asked = scrape(client)
+    assert asked["tasks_runs_cancelling"] == {(): 1}
+    assert asked["tasks_runs_running"] == {(): 1}
+    services.run_complete(run=run)  # its action returned after seeing the request
+    after = scrape(client)
+    assert after["tasks_runs_cancelling"] == {(): 0}
+    assert runs_total(after, "cancelled", "noop") == runs_total(before, "cancelled", "noop") + 1
+    assert runs_total(after, "completed", "noop") == runs_total(before, "completed", "noop")

@@ -29,7 +29,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
-from tests.shared import form
+from tests.shared import form, queued_run
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
@@ -78,6 +78,7 @@ ALLOWED: dict[str, set[str]] = {
     "schedule": {"superuser"},  # change_task and add_run
     "backfill": {"add_run", "superuser"},
     "cancel": {"change_run", "superuser"},
+    "cancel_running": {"change_run", "superuser"},  # asks it to stop: the same permission
     "retry": {"add_run", "superuser"},
     "prune": {"superuser"},
 }
@@ -111,6 +112,7 @@ class World:
     failed: Run
     old: Run
     future: str = field(default="")
+    running: Run | None = None
 
 
 def world() -> World:
@@ -134,7 +136,8 @@ def world() -> World:
         created_at=long_ago,
         due_at=long_ago,
     )
-    return World(task, paused, recurring, once, pending, failed, old, future.isoformat())
+    running = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    return World(task, paused, recurring, once, pending, failed, old, future.isoformat(), running)
 
 
 def runs() -> int:
@@ -156,6 +159,11 @@ def schedule(task_id: str) -> tuple[Any, ...]:
 
 def status(run: Run) -> str:
     return Run.objects.get(pk=run.pk).status
+
+
+def asked_to_stop(run: Run | None) -> bool:
+    assert run is not None
+    return Run.objects.get(pk=run.pk).cancel_requested_at is not None
 
 
 # -- the ways in ---------------------------------------------------------------------------
@@ -229,6 +237,11 @@ class Cli:
             assert "\n" not in str(exc)
             return False
         return True
+
+
+def _pk(run: Run | None) -> Any:
+    assert run is not None
+    return run.pk
 
 
 def changed(before: Callable[[], Any], act: Callable[[], Any]) -> bool:
@@ -580,6 +593,23 @@ CELLS: dict[str, dict[str, Cell]] = {
         ),
         "cli": lambda u, w: changed(
             lambda: status(w.pending), lambda: Cli(u).call("cancel", str(w.pending.pk))
+        ),
+    },
+    "cancel_running": {
+        "admin": lambda u, w: changed(
+            lambda: asked_to_stop(w.running),
+            lambda: _admin(u).button("run_cancel", _pk(w.running)),
+        ),
+        "admin-action": lambda u, w: changed(
+            lambda: asked_to_stop(w.running),
+            lambda: _admin(u).bulk("run", "cancel", _pk(w.running)),
+        ),
+        "api": lambda u, w: changed(
+            lambda: asked_to_stop(w.running),
+            lambda: Api(u).call("post", f"/api/runs/{_pk(w.running)}/cancel"),
+        ),
+        "cli": lambda u, w: changed(
+            lambda: asked_to_stop(w.running), lambda: Cli(u).call("cancel", str(_pk(w.running)))
         ),
     },
     "retry": {

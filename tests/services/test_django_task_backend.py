@@ -306,3 +306,32 @@ def test_enqueue_many_checks_every_call_before_writing_any() -> None:
         enqueue_many(functions.add, [((1,), {})])
     assert not Run.objects.exists() and not Task.objects.exists()
     assert enqueue_many(functions.add, []) == []
+
+
+def test_a_function_that_returns_after_its_run_was_asked_to_stop_reports_it_cancelled(
+    signals: list,
+) -> None:
+    """The request reaches the function while it runs (here as its worker's lease keeper
+    marks it, right as it starts): it stops, the run ends ``cancelled`` and the result and
+    ``task_finished`` say ``FAILED``, naming the run's end, not ``SUCCESSFUL``."""
+    from tasks_app.actions import cancellation
+
+    result = functions.until_cancelled.enqueue(60)
+
+    def cancel_as_it_starts(sender: Any, task_result: Any, **kw: Any) -> None:
+        services.run_cancel(run=Run.objects.get(pk=task_result.id))
+        cancellation.begin(task_result.id)
+        cancellation.mark_requested(task_result.id)
+
+    task_started.connect(cancel_as_it_starts, weak=False)
+    try:
+        done = work(result.id)
+    finally:
+        task_started.disconnect(cancel_as_it_starts)
+        cancellation.end(result.id)
+    assert done.status == RunStatus.CANCELLED
+    assert done.result == "stopped at the cancel request"
+    assert signals[-1] == ("finished", TaskResultStatus.FAILED)
+    read = functions.until_cancelled.get_result(result.id)
+    assert read.status == TaskResultStatus.FAILED
+    assert read.errors[-1].exception_class_path.endswith("RunEnded")

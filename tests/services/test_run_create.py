@@ -109,7 +109,7 @@ def test_lifecycle_statements_prepared_unless_turned_off(prepared: bool) -> None
             statements = " ".join(row[0] for row in cur.fetchall())
         assert ("INSERT INTO tasks_app_run" in statements) is prepared
         assert ("SET status = 'running'" in statements) is prepared
-        assert ("SET status = 'completed'" in statements) is prepared
+        assert ("THEN 'completed' ELSE 'cancelled'" in statements) is prepared  # complete_run
     finally:
         options.clear()
         options.update(kept)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from tasks_app import actions, services, store
 from tasks_app.actions import base as actions_base
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
+from tasks_app.services.run_recovery import run_stop_cancelled
 from tests.shared import queued_run
 from tests.stored_rows import run_set
 
@@ -154,7 +155,7 @@ def test_a_claimed_run_executes_and_records_its_outcome_with_the_task_fields_it_
     assert (done.task.name, done.task.created_at) == (task.name, task.created_at)
 
 
-def test_cancel_stops_a_waiting_run_but_not_a_running_one() -> None:
+def test_cancel_stops_a_waiting_run_at_once_and_asks_a_running_one_to_stop() -> None:
     task = services.task_create(id="cancel-me", action="noop")
     waiting = services.task_schedule_once(task=task, delay_seconds=600)
     services.run_cancel(run=waiting)
@@ -164,9 +165,81 @@ def test_cancel_stops_a_waiting_run_but_not_a_running_one() -> None:
 
     running = services.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert running is not None
-    with pytest.raises(services.ConflictError, match="only pending or queued"):
-        services.run_cancel(run=running)
+    asked = services.run_cancel(run=running)
+    assert asked.status == RunStatus.RUNNING and asked.cancel_requested_at is not None
+    again = services.run_cancel(run=running)  # a second request keeps the first one's time
+    assert again.cancel_requested_at == asked.cancel_requested_at
     assert Run.objects.get(pk=running.pk).status == RunStatus.RUNNING
+
+
+@pytest.mark.parametrize(
+    "end",
+    ["completes", "fails", "times out", "interrupted", "swept"],
+)
+def test_a_running_run_asked_to_stop_ends_cancelled_however_it_ends(end: str) -> None:
+    """Once a person asked a running run to stop, the store writes its end as ``cancelled``
+    whoever records it, with no new attempt (no retry, no interruption's next attempt)."""
+    task = services.task_create(id="stop-me", action="noop", max_retries=3)
+    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert run is not None
+    services.run_cancel(run=run)
+    if end == "completes":
+        done = services.run_complete(run=run, output="stopped early", result={"step": 3})
+    elif end == "fails":
+        done = services.run_fail(run=run, error="RuntimeError: boom", executor=True)
+    elif end == "times out":
+        lost = services.run_lost(run_id=str(run.pk), error="timed out after 1 s")
+        assert lost is not None
+        done = lost
+    elif end == "interrupted":
+        done = services.run_interrupt(run=run, reason="worker lost: w died while running it")
+    else:
+        stopped = run_stop_cancelled(run_id=str(run.pk), reason="cancelled: ended")
+        assert stopped is not None
+        done = stopped
+    stored = Run.objects.get(pk=run.pk)
+    assert done.status == stored.status == RunStatus.CANCELLED
+    assert stored.finished_at is not None
+    assert not Run.objects.filter(first_attempt=run.pk).exists()  # no new attempt
+    if end == "completes":
+        assert (stored.output, stored.result) == ("stopped early", {"step": 3})
+        assert stored.error == "cancelled: its action returned after the request to stop"
+    task.refresh_from_db()
+    assert task.state.status == TaskStatus.CANCELLED
+    assert task.state.consecutive_failures == 0
+    # Ended, it is not cancellable any more.
+    with pytest.raises(
+        services.ConflictError, match="is cancelled; only pending, queued or running"
+    ):
+        services.run_cancel(run=stored)
+
+
+def test_a_run_not_asked_to_stop_completes_and_retries_as_before() -> None:
+    task = services.task_create(id="left-alone", action="noop", max_retries=1)
+    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert run is not None
+    assert services.run_fail(run=run, error="boom", executor=True).status == RunStatus.RETRYING
+    assert Run.objects.filter(first_attempt=run.pk).count() == 1
+
+
+def test_cancel_needs_change_run() -> None:
+    from django.contrib.auth.models import Permission, User
+    from django.core.exceptions import PermissionDenied
+
+    task = services.task_create(id="guarded", action="noop")
+    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    assert run is not None
+    viewer = User.objects.create_user("viewer")
+    viewer.user_permissions.add(Permission.objects.get(codename="view_run"))
+    with pytest.raises(PermissionDenied, match="change_run"):
+        services.run_cancel(run=run, by=viewer)
+    assert Run.objects.get(pk=run.pk).cancel_requested_at is None
+    operator = User.objects.create_user("operator")
+    operator.user_permissions.add(
+        *Permission.objects.filter(codename__in=["view_run", "change_run"])
+    )
+    operator = User.objects.get(pk=operator.pk)  # permissions are cached per user object
+    assert services.run_cancel(run=run, by=operator).cancel_requested_at is not None
 
 
 @pytest.mark.django_db(transaction=True)

@@ -36,6 +36,7 @@ TYPES = {
         "output": "text",
         "truncated": "boolean",
         "result": "jsonb",
+        "cancelled_error": "text",
         "run_id": "uuid",
     },
     "finish_run": {

@@ -150,7 +150,9 @@ def add_verbs(parser: CommandParser) -> None:
         help="give up after this long (exit 2); default: wait as long as it takes",
     )
 
-    verb("cancel", "cancel a pending or queued run").add_argument("run_id")
+    verb("cancel", "cancel a pending or queued run; ask a running one to stop").add_argument(
+        "run_id"
+    )
     verb("retry", "retry a failed, expired or cancelled run").add_argument("run_id")
 
     p = verb("backfill", "one run for each fire of the schedule in (start, end]")

@@ -115,7 +115,11 @@ class RunVerbs(CliCommand):
 
     def do_cancel(self, o: dict[str, Any]) -> None:
         run = services.run_cancel(run=self.run(o["run_id"]), by=self.by)
-        self.out(RunOutputSerializer(run).data, f"cancelled run {run.id}")
+        if run.status == RunStatus.RUNNING:
+            text = f"asked running run {run.id} to stop; it ends cancelled"
+        else:
+            text = f"cancelled run {run.id}"
+        self.out(RunOutputSerializer(run).data, text)
 
     def do_retry(self, o: dict[str, Any]) -> None:
         run = self.run(o["run_id"])
