@@ -42,6 +42,30 @@ CASES: dict[str, tuple[tuple[str, ...], str]] = {
         (*CREATE, "--payload", "[" * 10_000 + "]" * 10_000),
         "nests deeper than 32 levels",
     ),
+    "payload in execute NaN": (
+        ("execute", "ok", "--payload", '{"x": NaN}'),
+        "payload: at payload.x: numbers must be finite",
+    ),
+    "payload in execute Infinity": (
+        ("execute", "ok", "--payload", '{"x": -Infinity}'),
+        "payload: at payload.x: numbers must be finite",
+    ),
+    "payload in execute 1e400": (
+        ("execute", "ok", "--payload", '{"x": [1e400]}'),
+        "payload: at payload.x.0: numbers must be finite",
+    ),
+    "payload NaN in create": (
+        ("create", "edge", "--action", "noop", "--payload", '{"x": NaN}'),
+        "payload: at payload.x: numbers must be finite",
+    ),
+    "payload 1e400 in update": (
+        ("update", "ok", "--payload", '{"x": 1e400}'),
+        "payload: at payload.x: numbers must be finite",
+    ),
+    "payload in execute 100,000 levels": (
+        ("execute", "ok", "--payload", "[" * 100_000 + "]" * 100_000),
+        "--payload: nests deeper than 32 levels",
+    ),
     "cron with Arabic-Indic digits": (
         (*CREATE, "--cron", "\u0661 * * * *"),
         "cron: invalid cron expression: minute: '\u0661' is not a number (digits 0-9)",
@@ -117,6 +141,11 @@ def test_the_real_command_line_exits_non_zero_with_one_line() -> None:
     deep = cli("create", "edge", "--action", "noop", "--payload", "[" * 10_000 + "]" * 10_000)
     assert deep.returncode == 2  # a usage error, as any unreadable --payload
     assert "--payload: nests deeper than 32 levels" in deep.stderr.strip().splitlines()[-1]
+
+    nan = cli("create", "edge", "--action", "noop", "--payload", '{"x": NaN}')
+    assert nan.returncode == 1, nan.stderr  # readable, but not a value it can store
+    lines = nan.stderr.strip().splitlines()
+    assert len(lines) == 1 and "payload: at payload.x: numbers must be finite" in lines[0], lines
 
     limit = cli("runs", "--limit", str(10**30))
     assert limit.returncode == 2 and "--limit: must be between" in limit.stderr
