@@ -177,12 +177,7 @@ def lease_lost(run_ids: list[str], *, why: str) -> None:
     if the run was not interrupted yet, recovers as an interruption). In a solo or threads
     pool the action runs in the worker's main process, which is not killed for one run: the
     action goes on, and what it returns is refused if the run is not running any more."""
-    ids = ", ".join(run_ids)
-    if current_process().name == "MainProcess":
-        log.error("lease lost on run %s (%s); its action goes on", ids, why)
-        return
-    log.error("lease lost on run %s (%s); stopping this pool process", ids, why)
-    os.kill(os.getpid(), signal.SIGKILL)
+    _stop_here(f"lease lost on run {', '.join(run_ids)} ({why})")
 
 
 def stop_cancelled(run_ids: list[str], *, grace: float) -> None:
@@ -198,11 +193,17 @@ def stop_cancelled(run_ids: list[str], *, grace: float) -> None:
         except Exception:
             log.warning("recording the cancel of run %s failed", run_id, exc_info=True)
             connection.close()
-    ids = ", ".join(run_ids)
+    _stop_here(f"cancel grace over on run {', '.join(run_ids)}")
+
+
+def _stop_here(what: str) -> None:
+    """End the action running here: a prefork pool process kills itself (its main process
+    replaces it); the worker's main process (a solo or threads pool) is not killed for one
+    run, and its action goes on."""
     if current_process().name == "MainProcess":
-        log.error("cancel grace over on run %s; its action goes on (not a pool process)", ids)
+        log.error("%s; its action goes on (not a pool process)", what)
         return
-    log.error("cancel grace over on run %s; stopping this pool process", ids)
+    log.error("%s; stopping this pool process", what)
     os.kill(os.getpid(), signal.SIGKILL)
 
 
