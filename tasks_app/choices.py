@@ -30,6 +30,13 @@ class OverlapPolicy(models.TextChoices):
     BUFFER_ONE = "buffer_one", "Keep at most one waiting run"
 
 
+class HoldReason(models.TextChoices):
+    """Why a pending run is held back by its task's flow control (tasks_app.services.flow)."""
+
+    CONCURRENCY = "concurrency", "Waiting for a free slot (concurrency limit)"
+    RATE = "rate", "Waiting for its reserved start (rate limit)"
+
+
 class CatchupPolicy(models.TextChoices):
     SKIP = "skip", "Skip missed fires"
     LATEST = "latest", "One run for the missed fires"

@@ -61,7 +61,7 @@ def send(runs: list[Run], *, now: datetime) -> list[UUID]:
 
 
 def _delay(run: Run, now: datetime) -> float:
-    return (run.due_at - now).total_seconds()
+    return (run.starts_at - now).total_seconds()
 
 
 def target(run: Run) -> str:
@@ -246,7 +246,7 @@ class BatchPublisher:
         for Celery's native delayed delivery (quorum queues) still goes through
         ``send_task``, which routes it."""
         # What message_options reads besides the id (the task's time limit by its id).
-        shape = (run.task_id, target(run), run.priority, bool(run.interruptions), run.due_at)
+        shape = (run.task_id, target(run), run.priority, bool(run.interruptions), run.starts_at)
         if frames.copy(shape, str(run.id)):
             return
         options = message_options(run, now=now)
@@ -407,6 +407,6 @@ def message_options(run: Run, *, now: datetime) -> dict[str, object]:
         "time_limit": timeout + HARD_LIMIT_GRACE_SECONDS,
         "confirm_timeout": PUBLISH_CONFIRM_TIMEOUT_SECONDS,
     }
-    if run.due_at > now:
-        options["eta"] = run.due_at
+    if run.starts_at > now:
+        options["eta"] = run.starts_at
     return options

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import datetime
 from typing import Any
 
 from django.core.validators import RegexValidator
@@ -30,6 +31,7 @@ from .choices import (
     STATUS_MAX_LENGTH,
     TIMED_TRIGGERS,
     CatchupPolicy,
+    HoldReason,
     OverlapPolicy,
     RunStatus,
     ScheduleType,
@@ -43,6 +45,8 @@ from .validation import (
     TASK_ID_MAX_LENGTH,
     TASK_ID_PATTERN,
     check_storable,
+    flow_key_validator,
+    rate_validator,
 )
 from .validation import bounds_validators as bounded
 
@@ -55,6 +59,8 @@ __all__ = [
     "RETRYABLE_RUN_STATUSES",
     "CatchupPolicy",
     "OverlapPolicy",
+    "FlowKey",
+    "HoldReason",
     "Run",
     "RunStatus",
     "StatusWriteRefused",
@@ -250,6 +256,48 @@ class Task(models.Model):
         validators=bounded("keep_runs_count"),
         help_text="Keep at most this many finished runs of this task (the newest); "
         "blank: no limit by number.",
+    )
+    # Flow control (tasks_app.services.flow, docs/flow-control.md): at most N runs at once
+    # across every worker, at most M at once per key, and at most so many starts per period,
+    # held by the database when a run is claimed. The key is the value of one field of a run's
+    # payload (a keyword argument of a @task function).
+    flow_key = models.CharField(
+        max_length=100,
+        blank=True,
+        default="",
+        db_default="",
+        validators=[flow_key_validator],
+        help_text="The payload field (a @task function's argument) whose value is a run's key "
+        "for the per-key limits, e.g. customer_id.",
+    )
+    concurrency_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=bounded("concurrency_limit"),
+        help_text="At most this many runs of the task at once, across every worker.",
+    )
+    concurrency_limit_per_key = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=bounded("concurrency_limit_per_key"),
+        help_text="At most this many runs with the same key at once (needs flow_key).",
+    )
+    rate_limit = models.CharField(
+        max_length=20,
+        blank=True,
+        default="",
+        db_default="",
+        validators=[rate_validator],
+        help_text="At most this many starts per period across every worker: 10/s, 100/m, "
+        "1000/h, 5000/d.",
+    )
+    rate_limit_per_key = models.CharField(
+        max_length=20,
+        blank=True,
+        default="",
+        db_default="",
+        validators=[rate_validator],
+        help_text="The same per key (needs flow_key).",
     )
     # The module that declares this task (``TASKS_SCHEDULES_MODULE``, written by
     # ``manage.py tasks sync``): its definition is then read-only everywhere else; operators
@@ -472,6 +520,17 @@ class Run(StatusGuarded):
         null=True, blank=True, help_text="When a person asked this running run to stop."
     )
 
+    # Flow control (tasks_app.services.flow): the run's key (its task's flow_key read from
+    # its payload when it is first held or claimed), why it is held back while pending
+    # (concurrency, rate; blank: it is not) and, held by a rate, the start it reserved.
+    flow_key = models.CharField(max_length=200, blank=True, default="", db_default="")
+    held = models.CharField(
+        max_length=12, blank=True, default="", db_default="", choices=HoldReason.choices
+    )
+    not_before = models.DateTimeField(
+        null=True, blank=True, help_text="Held by a rate limit: the start it reserved."
+    )
+
     # This run's own arguments, queue and priority (an enqueue of a @task function, "run
     # now with..."): unset, the task's. Read through call_payload, queue_name, priority_level.
     payload = models.JSONField(
@@ -503,10 +562,17 @@ class Run(StatusGuarded):
             ),
         ]
         indexes = [
+            # What the release publishes: pending runs not held back by flow control.
             models.Index(
                 fields=["due_at"],
                 name="run_pending_due_idx",
-                condition=models.Q(status="pending"),
+                condition=models.Q(status="pending", held=""),
+            ),
+            # Runs held back by flow control, per task, in due order (services.flow).
+            models.Index(
+                fields=["task", "due_at"],
+                name="run_held_idx",
+                condition=models.Q(status="pending") & ~models.Q(held=""),
             ),
             # Beat's sweep: waiting runs past their deadline (no scan of a large backlog).
             models.Index(
@@ -575,7 +641,19 @@ class Run(StatusGuarded):
         whose pool process froze holds no free slot (it would take a lane's message)."""
         if self.interruptions:
             return False
-        return self.trigger in TIMED_TRIGGERS or self.due_at > self.created_at
+        return (
+            self.trigger in TIMED_TRIGGERS
+            or self.due_at > self.created_at
+            or self.not_before is not None
+        )
+
+    @property
+    def starts_at(self) -> datetime:
+        """The instant this run may start: its due instant, or the later start a rate limit
+        reserved for it (``not_before``)."""
+        if self.not_before is not None and self.not_before > self.due_at:
+            return self.not_before
+        return self.due_at
 
     @property
     def priority_level(self) -> int:
@@ -611,6 +689,28 @@ class Still(models.Lookup):  # type: ignore[type-arg]
 
 
 Run._meta.get_field("status").register_lookup(Still)
+
+
+class FlowKey(models.Model):
+    """The flow-control state of one task (``per_key`` false, ``key`` blank) or of one key of
+    it: the next start its rate limit allows (``next_start_at``, a reservation schedule: each
+    start or reservation pushes it one spacing further) and when a run of it last started
+    (``last_started_at``: the key least recently served goes first when slots free up). Its
+    row is also what a claim of the key locks (tasks_app.services.flow)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
+    per_key = models.BooleanField()
+    key = models.CharField(max_length=200, blank=True)
+    next_start_at = models.DateTimeField(null=True, blank=True)
+    last_started_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "per_key", "key"], name="flow_key_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} key {self.key!r}" if self.per_key else f"{self.task_id}"
 
 
 class RunTally(models.Model):

@@ -75,6 +75,8 @@ NUMERIC_BOUNDS: dict[str, Bounds] = {
     # Retention: a cutoff further back than the date arithmetic reaches overflowed there.
     "keep_runs_days": Bounds(1, 36_525, "100 years"),
     "keep_runs_count": Bounds(1, MAX_INTEGER, "an integer column"),
+    "concurrency_limit": Bounds(1, 100_000, "runs at once"),
+    "concurrency_limit_per_key": Bounds(1, 100_000, "runs at once"),
 }
 
 
@@ -309,6 +311,31 @@ def fit_pause_note(text: str) -> str:
 # filesystem transport and a routing key elsewhere): no '/', '\\', whitespace or control
 # characters, and not '.' or '..'; 'amq.' is RabbitMQ's reserved prefix.
 QUEUE_NAME_RE = r"^(?!amq\.)(?!\.\.?\Z)[^\s/\\\x00-\x1f\x7f]+\Z"
+# A rate limit: "<starts>/<period>", the period one of RATE_PERIODS (Celery's spelling, and a
+# day). Read by rate_interval; the bounds keep the spacing of starts at a millisecond or more.
+RATE_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+RATE_PATTERN = r"^([1-9][0-9]{0,5})/([smhd])$"
+rate_validator = RegexValidator(
+    RATE_PATTERN,
+    "Use <starts>/<period>: a whole number from 1 to 999999, then /s, /m, /h or /d "
+    "(e.g. 10/s, 100/m).",
+)
+# A task's flow_key: the name of a payload field (a @task function's argument), or a dotted
+# path into nested objects (customer.id).
+flow_key_validator = RegexValidator(
+    r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$",
+    "Use a payload field name (letters, digits and '_'), or a dotted path such as customer.id.",
+)
+
+
+def rate_interval(rate: str) -> timedelta | None:
+    """The spacing of starts a rate limit asks for (``10/s``: 100 ms), ``None`` for none."""
+    if not rate:
+        return None
+    count, _, period = rate.partition("/")
+    return timedelta(seconds=RATE_PERIODS[period] / int(count))
+
+
 queue_name_validator = RegexValidator(
     QUEUE_NAME_RE,
     "No spaces, '/', '\\' or control characters; not '.' or '..', and not starting with "

@@ -24,7 +24,7 @@ from ..models import (
     Trigger,
 )
 from ..selectors.paging import BoundedPaginator
-from ..services.tasks import EXECUTION_FIELDS, POLICY_FIELDS
+from ..services.tasks import EXECUTION_FIELDS, FLOW_FIELDS, POLICY_FIELDS
 from ..timing import scheduling
 from . import views as admin_views
 from .buttons import button_paths
@@ -120,6 +120,13 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
             {
                 "classes": ("collapse",),
                 "fields": EXECUTION_FIELDS,
+            },
+        ),
+        (
+            "Flow control",
+            {
+                "classes": ("collapse",),
+                "fields": FLOW_FIELDS,
             },
         ),
         (

@@ -203,6 +203,9 @@ class TaskScheduler(DatabaseScheduler):
         # fail: firing isolates it, see services.firing.)
         fired = self._step("firing", self.fire_ahead.fire_due, now=now) or []
         released = self._step("release", services.release_due_runs, now=now) or 0
+        # Runs held by flow control whose slot or reserved start came (their worker lets
+        # most go as a run ends; this catches a worker killed, a limit raised).
+        released += self._step("flow control", services.flow_admit, now=now) or 0
         self._step("planning ahead", self.fire_ahead.plan, now=now)
         self._step("alarms", services.alarms_check, now=now)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.

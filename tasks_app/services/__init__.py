@@ -20,6 +20,7 @@ from .alarms import alarms_check
 from .duplicate import task_duplicate
 from .errors import ConflictError
 from .firing import schedule_fire_due
+from .flow import flow_admit
 from .retry_policy import retry_delay
 from .run_create import run_create, run_retry
 from .run_lifecycle import (
@@ -52,6 +53,7 @@ from .tasks import (
 )
 
 __all__ = [
+    "flow_admit",
     "release_fires_ahead",
     "EXECUTE_TASK",
     "OWNED_ENTRY_PREFIX",

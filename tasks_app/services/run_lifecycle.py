@@ -32,6 +32,7 @@ from ..models import (
 )
 from ..observability.logs import run_log
 from ..selectors import paused_filter
+from . import flow
 from .audit import jsonable
 from .errors import ConflictError
 from .retry_policy import retry_delay, timed_out_error
@@ -69,7 +70,13 @@ def run_execute(
         return None
     if before_outcome is not None:
         before_outcome()
-    return _persist(outcome)
+    run = _persist(outcome)
+    if flow.limited(run.task):  # its slot is free: the next held run of its task may go
+        try:
+            flow.flow_admit([run.task_id])
+        except DB_ERRORS:  # beat's next release pass lets them go
+            log.warning("letting held runs of task %s go failed", run.task_id, exc_info=True)
+    return run
 
 
 def _execute(*, run_id: str, worker: str) -> Callable[[], Run] | None:
@@ -149,7 +156,7 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
     except ValueError:
         log.warning("message for %r, which is not a run id, ignored", run_id)
         return None
-    run, refused = _claim(key, worker=worker, now=now, overlap_checked=False)
+    run, refused = _claim(key, worker=worker, now=now)
     if refused == "early" and run is not None:
         run, refused, now = _claim_when_due(run, worker=worker, now=now)
     if refused is not None:
@@ -160,17 +167,19 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
 
 
 def _claim(
-    run_id: uuid.UUID, *, worker: str, now: datetime, overlap_checked: bool
+    run_id: uuid.UUID, *, worker: str, now: datetime, checked: bool = False, key: str | None = None
 ) -> tuple[Run | None, str | None]:
     """The run claimed and ``None``, or the run as the statement saw it (``None`` if gone)
-    and the reason it was not claimed."""
+    and the reason it was not claimed. ``checked``: its task's overlap policy and flow
+    control were checked under their locks, and its key is ``key``."""
     row = store.fetch_one(
         "claim_run",
         {
             "run_id": run_id,
             "worker": worker,
             "now": now,
-            "overlap_checked": overlap_checked,
+            "checked": checked,
+            "flow_key": key,
         },
     )
     assert row is not None  # the statement answers one row: the claim or its refusal
@@ -187,12 +196,12 @@ def _claim_when_due(
     an ETA can end a few milliseconds before the instant (each process reads the clock to
     within half a round trip). Wait that out, up to ``EARLY_WAIT_SECONDS``, and claim again;
     a run due later is refused as ``early`` again."""
-    wait = (run.due_at - now).total_seconds()
+    wait = (max(run.due_at, run.not_before or run.due_at) - now).total_seconds()
     if wait > EARLY_WAIT_SECONDS:
         return run, "early", now
     time.sleep(max(wait, 0.0))
     now = clock.now()
-    claimed, refused = _claim(run.pk, worker=worker, now=now, overlap_checked=False)
+    claimed, refused = _claim(run.pk, worker=worker, now=now)
     return claimed, refused, now
 
 
@@ -214,16 +223,22 @@ def _claim_refused(
         log.warning("run %s arrived %s before it is due; handed back", run_id, run.due_at - now)
     elif refused == "paused":
         _hold_for_pause(run, now=now)
-    elif refused == "overlap":
+    elif refused == "checks":
         with transaction.atomic():
-            if not _overlap_allows(run, now=now):
+            # Locks in the order of every claim and of task_pause: the run's row, then the
+            # task's (or the key's).
+            list(Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True))
+            if run.task.overlap_policy != OverlapPolicy.ALLOW and not _overlap_allows(run, now=now):
                 return None
-            # The start is read after the task's lock was granted: the run that held it may
+            # The start is read after the locks were granted: the run that held them may
             # have finished meanwhile, and this run must not appear to have started before.
-            claimed, again = _claim(run.pk, worker=worker, now=clock.now(), overlap_checked=True)
+            now = clock.now()
+            if flow.limited(run.task) and not flow.flow_allows(run, now=now):
+                return None
+            claimed, again = _claim(run.pk, worker=worker, now=now, checked=True, key=run.flow_key)
             if again is None:
                 return claimed
-            log.info("run %s not claimed after its overlap check (%s)", run_id, again)
+            log.info("run %s not claimed after its checks (%s)", run_id, again)
     else:
         raise ValueError(f"claim_run refused run {run_id} for an unknown reason: {refused!r}")
     return None
@@ -284,8 +299,6 @@ def _overlap_allows(run: Run, *, now: datetime) -> bool:
     ``skipped``. ``buffer_one``: it waits (back to ``pending``; beat offers it again next
     tick) unless an earlier run is already waiting, in which case it is ``skipped``.
     """
-    # Locks in the order of every claim and of task_pause: the run's row, then the task's.
-    list(Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True))
     list(Task.objects.select_for_update().filter(pk=run.task_id).values_list("pk", flat=True))
     others = Run.objects.filter(task_id=run.task_id).exclude(pk=run.pk)
     busy = others.filter(status=RunStatus.RUNNING).values_list("id", flat=True).first()

@@ -34,7 +34,9 @@ def horizon() -> timedelta:
 
 
 def releasable() -> Q:
-    return Q(status=RunStatus.PENDING) & (
+    """Pending runs the release publishes: not held back by flow control (services.flow
+    lets those go), and of an unpaused task unless a person asked for them."""
+    return Q(status=RunStatus.PENDING, held="") & (
         ~Q(task__state__status=TaskStatus.PAUSED) | Q(trigger__in=EXPLICIT_TRIGGERS)
     )
 

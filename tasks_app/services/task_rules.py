@@ -148,6 +148,9 @@ def validate_task(
         and task.jitter_seconds >= task.interval_seconds
     ):
         errors["jitter_seconds"] = ["must be shorter than interval_seconds"]
+    for name in ("concurrency_limit_per_key", "rate_limit_per_key"):
+        if getattr(task, name) and not task.flow_key:
+            errors[name] = ["needs flow_key: the payload field whose value is a run's key"]
 
     if errors:
         raise ValidationError(errors)

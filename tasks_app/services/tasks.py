@@ -65,6 +65,14 @@ POLICY_FIELDS = (
     "keep_runs_days",
     "keep_runs_count",
 )
+# How many of its runs may run or start at once (services.flow, docs/flow-control.md).
+FLOW_FIELDS = (
+    "flow_key",
+    "concurrency_limit",
+    "concurrency_limit_per_key",
+    "rate_limit",
+    "rate_limit_per_key",
+)
 # What a recorded fire is made of (its instant, due time, deadline, queue and priority):
 # a change of one drops the fires recorded ahead, and beat records them again.
 FIRE_FIELDS = (
@@ -87,6 +95,7 @@ TASK_FIELDS = (
     *EXECUTION_FIELDS,
     *SCHEDULE_FIELDS,
     *POLICY_FIELDS,
+    *FLOW_FIELDS,
 )
 
 

@@ -77,6 +77,13 @@ _CLAIMED_TASK_FIELD_NAMES = {
     "retry_backoff_seconds",
     "expires_after_seconds",
     "pause_after_failures",
+    # flow control (services.flow): whether the claim is checked, and how
+    "overlap_policy",
+    "flow_key",
+    "concurrency_limit",
+    "concurrency_limit_per_key",
+    "rate_limit",
+    "rate_limit_per_key",
 }
 # In the model's order, as Django's deferred loading (Model.from_db) expects them.
 CLAIMED_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(

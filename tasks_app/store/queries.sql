@@ -143,9 +143,11 @@ UPDATE tasks_app_run
  WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'pending';
 
 -- name: claim_run
--- queued -> running, at or after its due instant and within its deadline, for an unpaused task (or a run a person
--- asked for), when the task's overlap policy is allow or the caller has checked it under
--- the task's lock (overlap_checked). The task becomes running. Its next_run_at is computed
+-- queued -> running, at or after its due instant (and the start a rate limit reserved for it,
+-- not_before) and within its deadline, for an unpaused task (or a run a person asked for),
+-- when the task has neither an overlap policy but allow nor flow control, or the caller has
+-- checked them under the task's or key's lock (checked; services.flow), then with the run's
+-- key (flow_key, NULL: kept). The task becomes running. Its next_run_at is computed
 -- from the state row being updated (s in task_running), never from a row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
@@ -157,8 +159,9 @@ UPDATE tasks_app_run
 -- 'not_queued' (another status, or moved by a statement that committed while this one
 -- waited for the run's row: a duplicate message either way), 'expired' (past its
 -- deadline), 'early' (its due instant not reached by %(now)s, the database's clock as
--- the caller read it: tasks_app.clock), 'paused' (its task paused, and not a run a person asked for), 'overlap'
--- (another overlap policy, not checked yet). The conditions of the claim and the reasons
+-- the caller read it: tasks_app.clock; or its reserved start), 'paused' (its task paused,
+-- and not a run a person asked for), 'checks' (an overlap policy or flow control, not
+-- checked yet). The conditions of the claim and the reasons
 -- are the same tests, so they are written side by side here and nowhere else; the caller
 -- acts on the reason (services.run_lifecycle). The reason is looked up only when the
 -- claim updated nothing, by the run's primary key.
@@ -172,15 +175,17 @@ WITH async_commit AS (
 ), claimed AS (
     UPDATE tasks_app_run AS r
        SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s,
-           worker = %(worker)s,
+           worker = %(worker)s, flow_key = COALESCE(%(flow_key)s::varchar, r.flow_key),
            lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
       FROM tasks_app_task AS t, tasks_app_taskstate AS s
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
        AND s.task_id = r.task_id
        AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
-       AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
+       AND (%(checked)s OR (t.overlap_policy = 'allow' AND t.concurrency_limit IS NULL
+            AND t.concurrency_limit_per_key IS NULL AND t.rate_limit = ''
+            AND t.rate_limit_per_key = ''))
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
-       AND r.due_at <= %(now)s
+       AND r.due_at <= %(now)s AND (r.not_before IS NULL OR r.not_before <= %(now)s)
  RETURNING {run_fields:r}, {claimed_task_fields:t}
 ), task_running AS (
     UPDATE tasks_app_taskstate AS s
@@ -194,9 +199,9 @@ WITH async_commit AS (
                 WHEN r.status IS NOT DISTINCT FROM 'running' THEN 'running'
                 WHEN r.status IS DISTINCT FROM 'queued' THEN 'not_queued'
                 WHEN r.expires_at < %(now)s THEN 'expired'
-                WHEN r.due_at > %(now)s THEN 'early'
+                WHEN r.due_at > %(now)s OR r.not_before > %(now)s THEN 'early'
                 WHEN s.status = 'paused' AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
-                WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
+                WHEN NOT %(checked)s THEN 'checks'
                 ELSE 'not_queued' END
       FROM (SELECT) AS one
       LEFT JOIN tasks_app_run AS r ON r.id = %(run_id)s
@@ -325,6 +330,49 @@ UPDATE tasks_app_run
 UPDATE tasks_app_run
    SET status = 'pending', queued_at = NULL
  WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'queued';
+
+-- name: hold_run
+-- queued -> pending, held back by its task's flow control: %(held)s says why (concurrency:
+-- until a slot frees; rate: until its reserved start %(not_before)s), with the run's key.
+-- The release does not publish a held run (run_pending_due_idx); services.flow admits it.
+UPDATE tasks_app_run
+   SET status = 'pending', queued_at = NULL, held = %(held)s, not_before = %(not_before)s,
+       flow_key = %(flow_key)s
+ WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'queued';
+
+-- name: held_for_slots
+-- Of the task's runs held for a concurrency slot, those that may take the %(free)s slots
+-- free now: per key, its earliest held runs up to the key's free slots (%(key_limit)s less
+-- its runs running or queued, NULL: no limit per key), taken round-robin between keys (a
+-- key's first held run before any key's second), the key least recently started first,
+-- then in due order. Read from the task's earliest %(window)s held runs (run_held_idx).
+WITH held AS (
+    SELECT r.id, r.flow_key, r.due_at,
+           row_number() OVER (PARTITION BY r.flow_key ORDER BY r.due_at, r.id) AS n
+      FROM (SELECT id, flow_key, due_at FROM tasks_app_run
+             WHERE task_id = %(task_id)s AND status = 'pending' AND held = 'concurrency'
+             ORDER BY due_at LIMIT %(window)s) AS r
+), busy AS (
+    SELECT flow_key, count(*) AS n FROM tasks_app_run
+     WHERE task_id = %(task_id)s
+       AND (status = 'running' OR (status = 'queued' AND due_at <= %(now)s))
+     GROUP BY flow_key
+)
+SELECT h.id
+  FROM held AS h
+  LEFT JOIN busy AS b ON b.flow_key = h.flow_key
+  LEFT JOIN tasks_app_flowkey AS k
+         ON k.task_id = %(task_id)s AND k.per_key AND k.key = h.flow_key
+ WHERE %(key_limit)s::integer IS NULL OR h.n + coalesce(b.n, 0) <= %(key_limit)s::integer
+ ORDER BY h.n, k.last_started_at NULLS FIRST, h.due_at
+ LIMIT %(free)s;
+
+-- name: admit_runs
+-- Held runs let go (services.flow): pending and no longer held, for the release to publish.
+-- Returns the ids admitted.
+UPDATE tasks_app_run SET held = ''
+ WHERE id = ANY(%(run_ids)s::uuid[]) AND status = 'pending' AND held <> ''
+RETURNING id;
 
 -- name: skip_run
 -- queued -> skipped with its reason (a paused task's fire, an overlap policy declining it).

@@ -27,9 +27,10 @@ TYPES = {
     "claim_run": {
         "now": "timestamptz",
         "worker": "text",
+        "flow_key": "text",
         "run_id": "uuid",
         "explicit_triggers": "text[]",
-        "overlap_checked": "boolean",
+        "checked": "boolean",
     },
     "complete_run": {
         "now": "timestamptz",
