@@ -2,8 +2,8 @@
 starts per period (per task and per key), across every worker (docs/flow-control.md).
 
 Held by the database when a run is claimed. A task with flow control has its runs' claims
-checked under a lock (``claim_run`` refuses them with ``checks`` until then): the task's row
-when the task has a limit of its own, else the key's ``FlowKey`` row; the running runs are
+checked under a lock (``claim_run`` refuses them with ``checks`` until then): the task's
+(``flow_lock``) when the task has a limit of its own, else the key's ``FlowKey`` row; the running runs are
 counted from the runs table itself, so a killed worker, a deploy, a broker restart or two
 workers racing never exceed a limit. A run that may not start yet goes back to ``pending``,
 *held* (``Run.held``): it holds no worker slot and the release does not publish it.
@@ -86,12 +86,12 @@ def _argument(payload: dict[str, Any], name: str) -> Any:
 def flow_allows(run: Run, *, now: datetime) -> bool:
     """Inside the caller's transaction, after the run's row was locked: whether ``run`` may
     start now under its task's flow control; if not, it is held (``hold_run``). Takes the
-    task's row lock (a limit of the task's own) or its key's (limits per key only)."""
+    task's flow lock (a limit of the task's own) or its key's (limits per key only)."""
     task = run.task
     key = run_key(task, run.call_payload)
     task_wide = bool(task.concurrency_limit or task.rate_limit)
     if task_wide:
-        list(Task.objects.select_for_update().filter(pk=task.pk).values_list("pk", flat=True))
+        store.execute("flow_lock", {"task_id": task.pk})
     buckets = _buckets(task, key, lock=not task_wide)
     running = Run.objects.filter(task_id=task.pk, status=RunStatus.RUNNING).exclude(pk=run.pk)
     if task.concurrency_limit and running.count() >= task.concurrency_limit:
@@ -177,9 +177,7 @@ def flow_admit(task_ids: Iterable[str] | None = None, *, now: datetime | None = 
     for task in Task.objects.filter(pk__in=list(task_ids)):
         with transaction.atomic():
             if task.concurrency_limit:  # serialized with the task's claims
-                list(
-                    Task.objects.select_for_update().filter(pk=task.pk).values_list("pk", flat=True)
-                )
+                store.execute("flow_lock", {"task_id": task.pk})
             ids = _due_reservations(task, now) + _free_slots(task, now)
             if ids:
                 rows = store.fetch_all("admit_runs", {"run_ids": ids})

@@ -340,6 +340,13 @@ UPDATE tasks_app_run
        flow_key = %(flow_key)s
  WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'queued';
 
+-- name: flow_lock
+-- Inside the caller's transaction: the lock that serializes the claims and admissions of a
+-- task with a limit of its own (services.flow), until the transaction ends. An advisory
+-- lock, not the task's row: a row lock would make beat's firing skip the task and would
+-- deadlock with a run being inserted (its foreign key share-locks the task's row).
+SELECT pg_advisory_xact_lock(hashtextextended('tasks_app.flow:' || %(task_id)s::text, 0));
+
 -- name: held_for_slots
 -- Of the task's runs held for a concurrency slot, those that may take the %(free)s slots
 -- free now: per key, its earliest held runs up to the key's free slots (%(key_limit)s less
