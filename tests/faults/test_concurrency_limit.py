@@ -16,8 +16,8 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
-from tests.effects.models import Execution
 from tests import processes
+from tests.effects.models import Execution
 from tests.processes import wait_until
 
 from .conftest import Figures, StartProc
