@@ -31,9 +31,9 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from .. import clock, store
-from ..models import FlowKey, HoldReason, Run, RunStatus, Task
+from ..models import EXPLICIT_TRIGGERS, FlowKey, HoldReason, Run, RunStatus, Task, TaskStatus
 from ..validation import rate_interval
-from .run_release import horizon, publish_runs
+from .run_release import horizon, send_queued
 
 log = logging.getLogger(__name__)
 KEY_MAX_LENGTH = Run._meta.get_field("flow_key").max_length or 200
@@ -101,6 +101,13 @@ def flow_allows(run: Run, *, now: datetime) -> bool:
         and running.filter(flow_key=key).count() >= task.concurrency_limit_per_key
     ):
         return _hold(run, HoldReason.CONCURRENCY, key=key)
+    if run.held != HoldReason.CONCURRENCY and _others_waiting(task, key):
+        # A slot is free, but runs held before this one wait for it: this one joins them,
+        # and the slot goes to whichever is next (round-robin between keys).
+        _hold(run, HoldReason.CONCURRENCY, key=key)
+        task_id = task.pk
+        transaction.on_commit(lambda: flow_admit([task_id]))
+        return False
     spacing = [
         (bucket, step)
         for bucket in buckets
@@ -124,6 +131,19 @@ def flow_allows(run: Run, *, now: datetime) -> bool:
             bucket.last_started_at = now
             bucket.save(update_fields=["last_started_at"])
     return True
+
+
+def _others_waiting(task: Task, key: str) -> bool:
+    """Whether runs held for a slot this run would take wait already: any of the task's
+    (a limit of the task's own), else its key's."""
+    if not (task.concurrency_limit or task.concurrency_limit_per_key):
+        return False
+    held = Run.objects.filter(
+        task_id=task.pk, status=RunStatus.PENDING, held=HoldReason.CONCURRENCY
+    )
+    if not task.concurrency_limit:
+        held = held.filter(flow_key=key)
+    return held.exists()
 
 
 def _buckets(task: Task, key: str, *, lock: bool) -> list[FlowKey]:
@@ -174,32 +194,46 @@ def flow_admit(task_ids: Iterable[str] | None = None, *, now: datetime | None = 
             .distinct()
         )
     admitted: list[Any] = []
-    for task in Task.objects.filter(pk__in=list(task_ids)):
+    for task in Task.objects.select_related("state").filter(pk__in=list(task_ids)):
         with transaction.atomic():
             if task.concurrency_limit:  # serialized with the task's claims
                 store.execute("flow_lock", {"task_id": task.pk})
             ids = _due_reservations(task, now) + _free_slots(task, now)
             if ids:
-                rows = store.fetch_all("admit_runs", {"run_ids": ids})
+                rows = store.fetch_all("admit_runs", {"run_ids": ids, "now": now})
                 admitted += [row[0] for row in rows]
-    return publish_runs(admitted) if admitted else 0
+    return _send(admitted, now=now)
 
 
 def _let_go(run_ids: list[Any]) -> int:
-    """Publish held runs now (committed): a run held by a rate, for its reserved start."""
-    rows = store.fetch_all("admit_runs", {"run_ids": run_ids})
-    return publish_runs([row[0] for row in rows]) if rows else 0
+    """Publish a held run now: one held by a rate, for its reserved start."""
+    now = clock.now()
+    rows = store.fetch_all("admit_runs", {"run_ids": run_ids, "now": now})
+    return _send([row[0] for row in rows], now=now)
+
+
+def _send(run_ids: list[Any], *, now: datetime) -> int:
+    """Publish runs let go (queued and committed); one whose message does not go out is
+    pending and held again, for the next admission."""
+    if not run_ids:
+        return 0
+    return send_queued(list(Run.objects.select_related("task").filter(pk__in=run_ids)), now=now)
+
+
+def _paused(task: Task) -> bool:
+    return task.state.status == TaskStatus.PAUSED
 
 
 def _due_reservations(task: Task, now: datetime) -> list[Any]:
-    return list(
-        Run.objects.filter(
-            task_id=task.pk,
-            status=RunStatus.PENDING,
-            held=HoldReason.RATE,
-            not_before__lte=now + horizon(),
-        ).values_list("id", flat=True)
+    held = Run.objects.filter(
+        task_id=task.pk,
+        status=RunStatus.PENDING,
+        held=HoldReason.RATE,
+        not_before__lte=now + horizon(),
     )
+    if _paused(task):  # only runs a person asked for go ahead of a pause
+        held = held.filter(trigger__in=EXPLICIT_TRIGGERS)
+    return list(held.values_list("id", flat=True))
 
 
 def _free_slots(task: Task, now: datetime) -> list[Any]:
@@ -219,6 +253,7 @@ def _free_slots(task: Task, now: datetime) -> list[Any]:
             "key_limit": task.concurrency_limit_per_key,
             "window": ADMIT_WINDOW,
             "now": now,
+            "paused": _paused(task),
         },
     )
     return [row[0] for row in rows]

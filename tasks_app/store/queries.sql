@@ -176,6 +176,7 @@ WITH async_commit AS (
     UPDATE tasks_app_run AS r
        SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s,
            worker = %(worker)s, flow_key = COALESCE(%(flow_key)s::varchar, r.flow_key),
+           held = '',
            lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
       FROM tasks_app_task AS t, tasks_app_taskstate AS s
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
@@ -352,12 +353,14 @@ SELECT pg_advisory_xact_lock(hashtextextended('tasks_app.flow:' || %(task_id)s::
 -- free now: per key, its earliest held runs up to the key's free slots (%(key_limit)s less
 -- its runs running or queued, NULL: no limit per key), taken round-robin between keys (a
 -- key's first held run before any key's second), the key least recently started first,
--- then in due order. Read from the task's earliest %(window)s held runs (run_held_idx).
+-- then in due order. Read from the task's earliest %(window)s held runs (run_held_idx); of a
+-- paused task (%(paused)s), only runs a person asked for.
 WITH held AS (
     SELECT r.id, r.flow_key, r.due_at,
            row_number() OVER (PARTITION BY r.flow_key ORDER BY r.due_at, r.id) AS n
       FROM (SELECT id, flow_key, due_at FROM tasks_app_run
              WHERE task_id = %(task_id)s AND status = 'pending' AND held = 'concurrency'
+               AND (NOT %(paused)s OR trigger = ANY({explicit_triggers}))
              ORDER BY due_at LIMIT %(window)s) AS r
 ), busy AS (
     SELECT flow_key, count(*) AS n FROM tasks_app_run
@@ -375,10 +378,11 @@ SELECT h.id
  LIMIT %(free)s;
 
 -- name: admit_runs
--- Held runs let go (services.flow): pending and no longer held, for the release to publish.
--- Returns the ids admitted.
-UPDATE tasks_app_run SET held = ''
- WHERE id = ANY(%(run_ids)s::uuid[]) AND status = 'pending' AND held <> ''
+-- pending -> queued, for held runs let go (services.flow), which keep their reason until
+-- their claim: a run let go for a concurrency slot takes its turn ahead of the runs that
+-- arrive meanwhile. Returns the ids queued (the caller publishes them).
+UPDATE tasks_app_run SET status = 'queued', queued_at = GREATEST(%(now)s, created_at)
+ WHERE id = ANY(%(run_ids)s::uuid[]) AND status IS NOT DISTINCT FROM 'pending' AND held <> ''
 RETURNING id;
 
 -- name: skip_run

@@ -39,8 +39,9 @@ def test_a_concurrency_limit_holds_the_run_beyond_it_until_a_slot_frees() -> Non
     run_complete(run=first, output="done")
     assert flow.flow_admit([task.pk]) == 1
     admitted = Run.objects.get(pk=runs[2].pk)
-    assert (admitted.status, admitted.held) == (RunStatus.QUEUED, "")
+    assert (admitted.status, admitted.held) == (RunStatus.QUEUED, "concurrency")  # its turn
     assert _claim(admitted) is not None
+    assert Run.objects.get(pk=runs[2].pk).held == ""
     assert Run.objects.filter(task=task, status=RunStatus.RUNNING).count() == 2
 
 
