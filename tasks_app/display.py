@@ -101,3 +101,21 @@ def schedule_brief(task: Task) -> str:
     if task.schedule_type == ScheduleType.ONCE:
         return f"once at {task.run_at.isoformat() if task.run_at else '?'}"
     return "on demand"
+
+
+def flow_control_text(task: Task) -> str:
+    """A task's flow control in words (``at most 2 at once, 1 per customer; 10/s``), or ''."""
+    key = task.flow_key or "key"
+    limits = [
+        *([f"at most {task.concurrency_limit} at once"] if task.concurrency_limit else []),
+        *(
+            [f"{task.concurrency_limit_per_key} at once per {key}"]
+            if task.concurrency_limit_per_key
+            else []
+        ),
+        *([f"starts {task.rate_limit}"] if task.rate_limit else []),
+        *([f"starts {task.rate_limit_per_key} per {key}"] if task.rate_limit_per_key else []),
+    ]
+    if not limits and task.flow_key:
+        return f"runs keyed by {task.flow_key}"
+    return "; ".join(limits)

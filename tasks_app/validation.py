@@ -311,9 +311,8 @@ def fit_pause_note(text: str) -> str:
 # filesystem transport and a routing key elsewhere): no '/', '\\', whitespace or control
 # characters, and not '.' or '..'; 'amq.' is RabbitMQ's reserved prefix.
 QUEUE_NAME_RE = r"^(?!amq\.)(?!\.\.?\Z)[^\s/\\\x00-\x1f\x7f]+\Z"
-# A rate limit: "<starts>/<period>", the period one of RATE_PERIODS (Celery's spelling, and a
-# day). Read by rate_interval; the bounds keep the spacing of starts at a millisecond or more.
-RATE_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# A rate limit: "<starts>/<period>", the period s, m, h or d (Celery's spelling, and a day);
+# the spacing of starts it asks for is tasks_app_rate_step (store/schema.sql).
 RATE_PATTERN = r"^([1-9][0-9]{0,5})/([smhd])$"
 rate_validator = RegexValidator(
     RATE_PATTERN,
@@ -326,14 +325,6 @@ flow_key_validator = RegexValidator(
     r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*$",
     "Use a payload field name (letters, digits and '_'), or a dotted path such as customer.id.",
 )
-
-
-def rate_interval(rate: str) -> timedelta | None:
-    """The spacing of starts a rate limit asks for (``10/s``: 100 ms), ``None`` for none."""
-    if not rate:
-        return None
-    count, _, period = rate.partition("/")
-    return timedelta(seconds=RATE_PERIODS[period] / int(count))
 
 
 queue_name_validator = RegexValidator(

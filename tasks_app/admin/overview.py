@@ -20,7 +20,7 @@ from django.db import connection
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 
-from .. import clock
+from .. import clock, selectors
 from ..cache_keys import cache_key
 from ..models import Run, RunStatus, Task, TaskState, TaskStatus
 from ..observability import health
@@ -61,6 +61,7 @@ class Overview:
     failing: list[dict[str, Any]]
     paused: list[dict[str, Any]]
     alarms: list[dict[str, Any]]
+    held: list[tuple[str, str, int]] = field(default_factory=list)
     health: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
@@ -82,6 +83,7 @@ def overview_get(*, now: datetime | None = None, with_health: bool = True) -> Ov
         failing=failing_tasks(),
         paused=paused_tasks(),
         alarms=alarm_tasks(),
+        held=selectors.runs_held(),
         health=health_get() if with_health else {},
     )
 

@@ -10,6 +10,8 @@ each see a slice. Instead every figure is read at scrape time from the shared st
   ``tasks_runs_running``: runs running now; ``tasks_runs_cancelling``: those of them asked to
   stop, not ended yet (one that stays up is an action that ignores the request past
   ``TASKS_CANCEL_GRACE_SECONDS`` in a pool that cannot end it).
+  ``tasks_runs_held{task,reason}``: runs held back by their task's flow control
+  (``concurrency``, ``rate``; docs/flow-control.md).
 - ``tasks_run_start_lateness_seconds``: histogram of ``started_at - due_at`` of finished runs
   (same tally).
 - ``tasks_queue_depth{queue,status}``: runs waiting (``pending`` in the database,
@@ -139,6 +141,15 @@ class TasksCollector:
             "Running runs a person asked to stop that have not ended yet.",
             value=cancelling.count(),
         )
+        held = GaugeMetricFamily(
+            "tasks_runs_held",
+            "Runs due but held back by their task's flow control, by task and reason "
+            "(concurrency: waiting for a slot; rate: waiting for their reserved start).",
+            labels=["task", "reason"],
+        )
+        for task_id, reason, n in selectors.runs_held():
+            held.add_metric([task_id, reason], n)
+        yield held
         cumulative, buckets = 0, []
         for bound, n in zip(LATENESS_BUCKETS, totals.lateness_buckets, strict=False):
             cumulative += n

@@ -13,6 +13,7 @@ from .runs import (
     run_list_dead,
     run_outcome,
     run_tally_totals,
+    runs_held,
 )
 from .tasks import (
     MAX_PREVIEW,
@@ -31,6 +32,7 @@ from .tasks import (
 )
 
 __all__ = [
+    "runs_held",
     "fires_due_per_second",
     "pending_fires_per_second",
     "DEAD_STATUSES",

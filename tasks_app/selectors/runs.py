@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 
 from .. import store
@@ -166,3 +166,16 @@ def pending_fires_per_second(
     through ``run_pending_due_idx``)."""
     rows = store.fetch_all("pending_fires_per_second", {"until": until, "limit": limit})
     return [(second, fires) for second, fires in rows]
+
+
+def runs_held() -> list[tuple[str, str, int]]:
+    """``(task id, reason, runs)`` of the runs held back by flow control (run_held_idx), by
+    task: what the overview and ``/metrics`` show as held back, and why."""
+    rows = (
+        Run.objects.filter(status=RunStatus.PENDING)
+        .exclude(held="")
+        .values_list("task_id", "held")
+        .annotate(n=Count("id"))
+        .order_by("task_id", "held")
+    )
+    return [(task_id, reason, n) for task_id, reason, n in rows]

@@ -49,6 +49,8 @@ EXECUTOR_LOCK_WAIT_SECONDS = 2.0
 # The longest a worker waits, holding its slot, for a run whose message came before its due
 # instant (by the database's clock) before handing it back to beat.
 EARLY_WAIT_SECONDS = 5.0
+# The reasons claim_run gives when the task's flow control holds a run back (services.flow).
+FLOW_REFUSALS = ("concurrency", "line", "rate")
 _RESULT = Run._meta.get_field("result")
 # The error of a run asked to stop whose action then returned (its output and result kept).
 RETURNED_AFTER_CANCEL = "cancelled: its action returned after the request to stop"
@@ -167,19 +169,17 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
 
 
 def _claim(
-    run_id: uuid.UUID, *, worker: str, now: datetime, checked: bool = False, key: str | None = None
+    run_id: uuid.UUID, *, worker: str, now: datetime, overlap_checked: bool = False
 ) -> tuple[Run | None, str | None]:
     """The run claimed and ``None``, or the run as the statement saw it (``None`` if gone)
-    and the reason it was not claimed. ``checked``: its task's overlap policy and flow
-    control were checked under their locks, and its key is ``key``."""
+    and the reason it was not claimed."""
     row = store.fetch_one(
         "claim_run",
         {
             "run_id": run_id,
             "worker": worker,
             "now": now,
-            "checked": checked,
-            "flow_key": key,
+            "overlap_checked": overlap_checked,
         },
     )
     assert row is not None  # the statement answers one row: the claim or its refusal
@@ -223,22 +223,24 @@ def _claim_refused(
         log.warning("run %s arrived %s before it is due; handed back", run_id, run.due_at - now)
     elif refused == "paused":
         _hold_for_pause(run, now=now)
-    elif refused == "checks":
+    elif refused == "overlap":
         with transaction.atomic():
             # Locks in the order of every claim and of task_pause: the run's row, then the
-            # task's (or the key's).
+            # task's.
             list(Run.objects.select_for_update().filter(pk=run.pk).values_list("pk", flat=True))
-            if run.task.overlap_policy != OverlapPolicy.ALLOW and not _overlap_allows(run, now=now):
+            if not _overlap_allows(run, now=now):
                 return None
-            # The start is read after the locks were granted: the run that held them may
+            # The start is read after the task's lock was granted: the run that held it may
             # have finished meanwhile, and this run must not appear to have started before.
-            now = clock.now()
-            if flow.limited(run.task) and not flow.flow_allows(run, now=now):
-                return None
-            claimed, again = _claim(run.pk, worker=worker, now=now, checked=True, key=run.flow_key)
+            claimed, again = _claim(run.pk, worker=worker, now=clock.now(), overlap_checked=True)
             if again is None:
                 return claimed
-            log.info("run %s not claimed after its checks (%s)", run_id, again)
+            if again.startswith(FLOW_REFUSALS):
+                flow.flow_hold(run, again)
+            else:
+                log.info("run %s not claimed after its overlap check (%s)", run_id, again)
+    elif refused.startswith(FLOW_REFUSALS):
+        flow.flow_hold(run, refused)
     else:
         raise ValueError(f"claim_run refused run {run_id} for an unknown reason: {refused!r}")
     return None

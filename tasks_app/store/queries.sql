@@ -145,26 +145,27 @@ UPDATE tasks_app_run
 -- name: claim_run
 -- queued -> running, at or after its due instant (and the start a rate limit reserved for it,
 -- not_before) and within its deadline, for an unpaused task (or a run a person asked for),
--- when the task has neither an overlap policy but allow nor flow control, or the caller has
--- checked them under the task's or key's lock (checked; services.flow), then with the run's
--- key (flow_key, NULL: kept). The task becomes running. Its next_run_at is computed
+-- when the task's overlap policy is allow or the caller has checked it under the task's lock
+-- (overlap_checked), and its flow control lets it start (verdict: tasks_app_flow_verdict,
+-- once per statement, only for a queued run of a task that has flow control). The task
+-- becomes running. Its next_run_at is computed
 -- from the state row being updated (s in task_running), never from a row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
--- run's executor lock. Returns the run and the task's fields its execution reads
--- (store.CLAIMED_TASK_FIELDS), whether the lock was taken (false only on a key
--- collision) and a NULL refusal.
+-- run's executor lock. Returns the run (its key recorded) and the task's fields its
+-- execution reads (store.CLAIMED_TASK_FIELDS), whether the lock was taken (false only on a
+-- key collision) and a NULL refusal.
 -- When it claims nothing, the one row says why (refused), with the run and those task
 -- fields as the statement saw them (all NULL when the run is gone): 'gone', 'running',
 -- 'not_queued' (another status, or moved by a statement that committed while this one
 -- waited for the run's row: a duplicate message either way), 'expired' (past its
--- deadline), 'early' (its due instant not reached by %(now)s, the database's clock as
--- the caller read it: tasks_app.clock; or its reserved start), 'paused' (its task paused,
--- and not a run a person asked for), 'checks' (an overlap policy or flow control, not
--- checked yet). The conditions of the claim and the reasons
--- are the same tests, so they are written side by side here and nowhere else; the caller
--- acts on the reason (services.run_lifecycle). The reason is looked up only when the
--- claim updated nothing, by the run's primary key.
+-- deadline), 'early' (its due instant, or its reserved start, not reached by %(now)s, the
+-- database's clock as the caller read it: tasks_app.clock), 'paused' (its task paused, and
+-- not a run a person asked for), 'overlap' (another overlap policy, not checked yet), or
+-- the flow control's verdict ('concurrency', 'line', 'rate:<epoch>'). The conditions of
+-- the claim and the reasons are the same tests, so they are written side by side here and
+-- nowhere else; the caller acts on the reason (services.run_lifecycle). The reason is
+-- looked up only when the claim updated nothing, by the run's primary key.
 -- The claim's transaction commits asynchronously (async_commit: SET LOCAL
 -- synchronous_commit = off, as a function in the statement itself, so no extra round
 -- trip): the broker keeps the run's message unacknowledged until the completion, which
@@ -172,21 +173,29 @@ UPDATE tasks_app_run
 -- claim the run again (docs/reliability.md).
 WITH async_commit AS (
     SELECT set_config('synchronous_commit', 'off', true)
+), verdict AS MATERIALIZED (
+    SELECT tasks_app_flow_verdict(
+               t, r.id, tasks_app_flow_key(t, COALESCE(r.payload, t.payload)), r.held,
+               r.not_before, %(now)s) AS refusal
+      FROM tasks_app_run AS r JOIN tasks_app_task AS t ON t.id = r.task_id
+     WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued'
+       AND tasks_app_flow_controlled(t)
+       AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
+       AND (r.expires_at IS NULL OR r.expires_at >= %(now)s) AND r.due_at <= %(now)s
 ), claimed AS (
     UPDATE tasks_app_run AS r
        SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s,
-           worker = %(worker)s, flow_key = COALESCE(%(flow_key)s::varchar, r.flow_key),
+           worker = %(worker)s, flow_key = tasks_app_flow_key(t, COALESCE(r.payload, t.payload)),
            held = '',
            lateness_ms = round(extract(epoch FROM %(now)s - r.due_at) * 1000, 3)::float8
       FROM tasks_app_task AS t, tasks_app_taskstate AS s
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
        AND s.task_id = r.task_id
        AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
-       AND (%(checked)s OR (t.overlap_policy = 'allow' AND t.concurrency_limit IS NULL
-            AND t.concurrency_limit_per_key IS NULL AND t.rate_limit = ''
-            AND t.rate_limit_per_key = ''))
+       AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
        AND r.due_at <= %(now)s AND (r.not_before IS NULL OR r.not_before <= %(now)s)
+       AND (SELECT v.refusal FROM verdict AS v) IS NULL
  RETURNING {run_fields:r}, {claimed_task_fields:t}
 ), task_running AS (
     UPDATE tasks_app_taskstate AS s
@@ -202,8 +211,8 @@ WITH async_commit AS (
                 WHEN r.expires_at < %(now)s THEN 'expired'
                 WHEN r.due_at > %(now)s OR r.not_before > %(now)s THEN 'early'
                 WHEN s.status = 'paused' AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
-                WHEN NOT %(checked)s THEN 'checks'
-                ELSE 'not_queued' END
+                WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
+                ELSE coalesce((SELECT v.refusal FROM verdict AS v), 'not_queued') END
       FROM (SELECT) AS one
       LEFT JOIN tasks_app_run AS r ON r.id = %(run_id)s
       LEFT JOIN tasks_app_task AS t ON t.id = r.task_id
@@ -334,19 +343,20 @@ UPDATE tasks_app_run
 
 -- name: hold_run
 -- queued -> pending, held back by its task's flow control: %(held)s says why (concurrency:
--- until a slot frees; rate: until its reserved start %(not_before)s), with the run's key.
--- The release does not publish a held run (run_pending_due_idx); services.flow admits it.
-UPDATE tasks_app_run
+-- until a slot frees; rate: until its reserved start %(not_before)s), with the run's key
+-- (tasks_app_flow_key). The release does not publish a held run (run_pending_due_idx);
+-- services.flow lets it go. Returns the key, nothing if the run was no longer queued.
+UPDATE tasks_app_run AS r
    SET status = 'pending', queued_at = NULL, held = %(held)s, not_before = %(not_before)s,
-       flow_key = %(flow_key)s
- WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'queued';
+       flow_key = tasks_app_flow_key(t, COALESCE(r.payload, t.payload))
+  FROM tasks_app_task AS t
+ WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
+RETURNING r.flow_key;
 
 -- name: flow_lock
--- Inside the caller's transaction: the lock that serializes the claims and admissions of a
--- task with a limit of its own (services.flow), until the transaction ends. An advisory
--- lock, not the task's row: a row lock would make beat's firing skip the task and would
--- deadlock with a run being inserted (its foreign key share-locks the task's row).
-SELECT pg_advisory_xact_lock(hashtextextended('tasks_app.flow:' || %(task_id)s::text, 0));
+-- Inside the caller's transaction: the task's flow lock (tasks_app_flow_lock), which its
+-- claims take too: an admission counts the free slots with no claim in between.
+SELECT tasks_app_flow_lock(%(task_id)s, NULL);
 
 -- name: held_for_slots
 -- Of the task's runs held for a concurrency slot, those that may take the %(free)s slots

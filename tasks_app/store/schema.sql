@@ -120,6 +120,110 @@ CREATE OR REPLACE FUNCTION tasks_app_idle_status(
     END
 $$;
 
+-- Flow control (docs/flow-control.md; services.flow acts on the verdicts): whether a task has
+-- any, the key of a run (its task's flow_key read from its payload: a @task function's
+-- keyword arguments; '' when absent) and the spacing of starts a rate asks for ("10/s":
+-- 100 ms; NULL for none).
+CREATE OR REPLACE FUNCTION tasks_app_flow_controlled(t tasks_app_task)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+    SELECT t.concurrency_limit IS NOT NULL OR t.concurrency_limit_per_key IS NOT NULL
+        OR t.rate_limit <> '' OR t.rate_limit_per_key <> ''
+$$;
+
+CREATE OR REPLACE FUNCTION tasks_app_flow_key(t tasks_app_task, payload jsonb)
+RETURNS varchar LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN t.flow_key = '' THEN '' ELSE left(coalesce(
+        (CASE WHEN t.action = 'django_task' THEN payload -> 'kwargs' ELSE payload END)
+            #>> string_to_array(t.flow_key, '.'), ''), 200) END
+$$;
+
+CREATE OR REPLACE FUNCTION tasks_app_rate_step(rate varchar)
+RETURNS interval LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN rate = '' THEN NULL
+                ELSE CASE split_part(rate, '/', 2) WHEN 's' THEN 1 WHEN 'm' THEN 60
+                                                   WHEN 'h' THEN 3600 ELSE 86400 END
+                     * interval '1 second' / split_part(rate, '/', 1)::integer END
+$$;
+
+-- The lock that serializes the claims (and admissions) of a task with a limit of its own
+-- (``key`` NULL), or of one key of a task with limits per key only, until the caller's
+-- transaction ends. An advisory lock, not the task's row: a row lock would make beat's firing
+-- skip the task and deadlock with a run being inserted (its foreign key share-locks the row).
+CREATE OR REPLACE FUNCTION tasks_app_flow_lock(task varchar, key varchar)
+RETURNS void LANGUAGE sql VOLATILE AS $$
+    SELECT pg_advisory_xact_lock(hashtextextended(
+        'tasks_app.flow:' || task || coalesce(':' || key, ''), 0))
+$$;
+
+-- Whether the run ``p_run`` (key ``p_key``, held ``p_held``, reserved start ``p_not_before``)
+-- of the task ``t`` may start at ``p_now`` under its flow control: NULL when it may, else why
+-- not: 'concurrency' (the task's or the key's runs at their limit), 'line' (a slot is free
+-- but runs held before this one wait for it: it joins them) or 'rate:<epoch>' (the start
+-- it reserved, later than now). Takes the lock that serializes the claims of the task (a
+-- limit of its own) or of its key (limits per key only) until the caller's transaction
+-- ends, and counts with a snapshot taken after it (VOLATILE PL/pgSQL): a killed worker, a
+-- redelivery or two workers racing never exceed a limit. A rate's starts are spaced one
+-- step apart: a run without a reserved start takes the next free one (each start or
+-- reservation pushes the task's, and the key's, next free start one step on), one with a
+-- reservation is not counted again. A start under a task-wide limit with keys records the
+-- key's last start (slots go to the key least recently started: services.flow).
+CREATE OR REPLACE FUNCTION tasks_app_flow_verdict(
+    t tasks_app_task, p_run uuid, p_key varchar, p_held varchar, p_not_before timestamptz,
+    p_now timestamptz
+) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    step interval := tasks_app_rate_step(t.rate_limit);
+    key_step interval := tasks_app_rate_step(t.rate_limit_per_key);
+    start timestamptz;
+BEGIN
+    PERFORM tasks_app_flow_lock(
+        t.id, CASE WHEN t.concurrency_limit IS NULL AND step IS NULL THEN p_key END);
+    IF t.concurrency_limit IS NOT NULL AND (
+        SELECT count(*) FROM tasks_app_run AS r
+         WHERE r.task_id = t.id AND r.status = 'running' AND r.id <> p_run
+    ) >= t.concurrency_limit THEN
+        RETURN 'concurrency';
+    END IF;
+    IF t.concurrency_limit_per_key IS NOT NULL AND (
+        SELECT count(*) FROM tasks_app_run AS r
+         WHERE r.task_id = t.id AND r.status = 'running' AND r.id <> p_run
+           AND r.flow_key = p_key
+    ) >= t.concurrency_limit_per_key THEN
+        RETURN 'concurrency';
+    END IF;
+    IF p_held IS DISTINCT FROM 'concurrency'
+       AND (t.concurrency_limit IS NOT NULL OR t.concurrency_limit_per_key IS NOT NULL)
+       AND EXISTS (SELECT 1 FROM tasks_app_run AS r
+                    WHERE r.task_id = t.id AND r.status = 'pending' AND r.held = 'concurrency'
+                      AND (t.concurrency_limit IS NOT NULL OR r.flow_key = p_key)) THEN
+        RETURN 'line';
+    END IF;
+    IF (step IS NOT NULL OR key_step IS NOT NULL) AND p_not_before IS NULL THEN
+        INSERT INTO tasks_app_flowkey (task_id, per_key, key)
+        SELECT t.id, v.per_key, v.key
+          FROM (VALUES (false, '', step), (true, p_key, key_step)) AS v(per_key, key, s)
+         WHERE v.s IS NOT NULL
+        ON CONFLICT DO NOTHING;
+        SELECT greatest(p_now, max(k.next_start_at)) INTO start FROM tasks_app_flowkey AS k
+         WHERE k.task_id = t.id AND ((NOT k.per_key AND k.key = '' AND step IS NOT NULL)
+                                  OR (k.per_key AND k.key = p_key AND key_step IS NOT NULL));
+        UPDATE tasks_app_flowkey AS k
+           SET next_start_at = start + CASE WHEN k.per_key THEN key_step ELSE step END
+         WHERE k.task_id = t.id AND ((NOT k.per_key AND k.key = '' AND step IS NOT NULL)
+                                  OR (k.per_key AND k.key = p_key AND key_step IS NOT NULL));
+        IF start > p_now THEN
+            RETURN 'rate:' || extract(epoch FROM start);
+        END IF;
+    END IF;
+    IF t.concurrency_limit IS NOT NULL AND t.flow_key <> '' THEN
+        INSERT INTO tasks_app_flowkey (task_id, per_key, key, last_started_at)
+        VALUES (t.id, true, p_key, p_now)
+        ON CONFLICT (task_id, per_key, key) DO UPDATE SET last_started_at = EXCLUDED.last_started_at;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 -- Every task has its state row, whichever way the task was inserted: created, not paused
 -- (a task is paused afterwards, by task_paused).
 CREATE OR REPLACE FUNCTION tasks_app_task_state_insert() RETURNS trigger LANGUAGE plpgsql AS $$

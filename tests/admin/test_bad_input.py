@@ -66,6 +66,21 @@ CASES: dict[str, tuple[dict[str, str], str, str]] = {
         "start_at",
         "between 1970-01-01",
     ),
+    "rate limit of 0 a second": (
+        {"rate_limit": "0/s"},
+        "rate_limit",
+        "Use &lt;starts&gt;/&lt;period&gt;",
+    ),
+    "rate limit per key without a key": (
+        {"rate_limit_per_key": "5/m"},
+        "rate_limit_per_key",
+        "needs flow_key",
+    ),
+    "concurrency limit of 100,001": (
+        {"concurrency_limit": "100001"},
+        "concurrency_limit",
+        "less than or equal to 100000",
+    ),
 }
 
 

@@ -98,6 +98,22 @@ CASES: dict[str, tuple[tuple[str, ...], str]] = {
         ("pause", "ok", "--note", "\udcff"),
         "note: must not contain lone surrogates",
     ),
+    "rate limit with an unknown period": (
+        (*CREATE, "--rate", "10/w"),
+        "rate_limit: Use <starts>/<period>",
+    ),
+    "concurrency limit of 0": (
+        (*CREATE, "--concurrency", "0"),
+        "concurrency_limit: Ensure this value is greater than or equal to 1",
+    ),
+    "limit per key without a key": (
+        (*CREATE, "--concurrency-per-key", "1"),
+        "concurrency_limit_per_key: needs flow_key",
+    ),
+    "flow key with a space": (
+        (*CREATE, "--flow-key", "customer id"),
+        "flow_key: Use a payload field name",
+    ),
 }
 
 

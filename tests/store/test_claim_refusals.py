@@ -17,15 +17,14 @@ from tests.stored_rows import run_set
 pytestmark = pytest.mark.django_db
 
 
-def _claim(run_id: Any, *, checked: bool = False) -> tuple[Any, ...]:
+def _claim(run_id: Any, *, overlap_checked: bool = False) -> tuple[Any, ...]:
     row = store.fetch_one(
         "claim_run",
         {
             "run_id": run_id,
             "worker": "w@host",
             "now": timezone.now(),
-            "checked": checked,
-            "flow_key": None,
+            "overlap_checked": overlap_checked,
         },
     )
     assert row is not None
@@ -73,14 +72,14 @@ def test_a_paused_tasks_run_is_paused_unless_a_person_asked_for_it() -> None:
     assert _refused(manual.pk) is None
 
 
-def test_another_overlap_policy_is_checks_until_the_caller_checked_it() -> None:
+def test_another_overlap_policy_is_overlap_until_the_caller_checked_it() -> None:
     task = services.task_create(
         id="claim-overlap", action="noop", overlap_policy=OverlapPolicy.SKIP
     )
     run = queued_run(task)
-    assert _refused(run.pk) == "checks"
+    assert _refused(run.pk) == "overlap"
     assert Run.objects.get(pk=run.pk).status == RunStatus.QUEUED
-    assert _refused(run.pk, checked=True) is None
+    assert _refused(run.pk, overlap_checked=True) is None
 
 
 def test_the_first_failing_condition_is_the_reason() -> None:

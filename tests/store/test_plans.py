@@ -26,11 +26,10 @@ pytestmark = pytest.mark.django_db
 TYPES = {
     "claim_run": {
         "now": "timestamptz",
-        "worker": "text",
-        "flow_key": "text",
         "run_id": "uuid",
+        "overlap_checked": "boolean",
+        "worker": "text",
         "explicit_triggers": "text[]",
-        "checked": "boolean",
     },
     "complete_run": {
         "now": "timestamptz",

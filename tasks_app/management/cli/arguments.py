@@ -71,6 +71,16 @@ def bounded_int(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def limit(text: str) -> int | str:
+    """A whole number (its bounds are the field's, checked by the service), or ``none``."""
+    if text.strip().lower() == "none":
+        return "none"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number or 'none'") from None
+
+
 def argv(text: str) -> list[str]:
     try:
         parts = shlex.split(text)

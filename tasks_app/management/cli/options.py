@@ -7,7 +7,7 @@ from django.core.management.base import CommandParser
 from tasks_app import selectors, validation
 from tasks_app.models import RunStatus, ScheduleType, TaskStatus, Trigger
 
-from .arguments import MAX_LIMIT, argv, bounded_int, duration, instant, json_object
+from .arguments import MAX_LIMIT, argv, bounded_int, duration, instant, json_object, limit
 
 
 def add_verbs(parser: CommandParser) -> None:
@@ -53,6 +53,31 @@ def add_verbs(parser: CommandParser) -> None:
             help="delete this task's finished runs after DAYS (instead of the global days)",
         )
         p.add_argument("--keep-runs", type=int, metavar="N", help="keep at most N finished runs")
+        p.add_argument(
+            "--flow-key",
+            metavar="FIELD",
+            help="the payload field whose value is a run's key for the per-key limits "
+            "('none' removes it)",
+        )
+        p.add_argument(
+            "--concurrency",
+            type=limit,
+            metavar="N",
+            help="at most N runs of the task at once, across every worker ('none' removes it)",
+        )
+        p.add_argument(
+            "--concurrency-per-key",
+            type=limit,
+            metavar="N",
+            help="at most N runs with the same key at once ('none' removes it)",
+        )
+        p.add_argument(
+            "--rate",
+            metavar="N/PERIOD",
+            help="at most N starts per s, m, h or d across every worker, e.g. 10/s "
+            "('none' removes it)",
+        )
+        p.add_argument("--rate-per-key", metavar="N/PERIOD", help="the same per key")
         recurring = p.add_mutually_exclusive_group()
         recurring.add_argument("--every", type=duration, help="interval schedule (30s, 5m, 1h)")
         recurring.add_argument("--cron", help="cron schedule, 5 fields ('0 9 * * 1-5')")

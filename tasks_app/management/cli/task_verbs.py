@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import CommandError
 
 from tasks_app import secret_fields, selectors, services
-from tasks_app.display import relative, schedule_brief
+from tasks_app.display import flow_control_text, relative, schedule_brief
 from tasks_app.models import Trigger
 from tasks_app.representations import (
     RunOutputSerializer,
@@ -45,6 +45,15 @@ class TaskVerbs(CliCommand):
         ):
             if options.get(option) is not None:
                 data[field] = options[option]
+        for option, field, off in (
+            ("flow_key", "flow_key", ""),
+            ("concurrency", "concurrency_limit", None),
+            ("concurrency_per_key", "concurrency_limit_per_key", None),
+            ("rate", "rate_limit", ""),
+            ("rate_per_key", "rate_limit_per_key", ""),
+        ):
+            if options.get(option) is not None:
+                data[field] = off if options[option] == "none" else options[option]
         for option, field in (
             ("timeout", "timeout_seconds"),
             ("expires_after", "expires_after_seconds"),
@@ -147,6 +156,7 @@ class TaskVerbs(CliCommand):
             ("next run", self.next_run(task)),
             ("queue / priority", f"{task.queue} / {task.priority}"),
             ("retries", f"{task.max_retries}, backoff {task.retry_backoff_seconds} s"),
+            *([("flow control", flow)] if (flow := flow_control_text(task)) else []),
             ("updated", relative(task.updated_at, self.now)),
         ]
         width = max(len(k) for k, _ in lines)
