@@ -126,6 +126,18 @@ class RunOutputSerializer(serializers.Serializer):
         allow_null=True,
         help_text="When a person asked this run to stop while it ran; it ends 'cancelled'.",
     )
+    held = serializers.CharField(
+        help_text="Why this pending run waits past its due instant under its task's flow "
+        "control: concurrency (for a free slot), rate (for the start it reserved, not_before); "
+        "blank when it does not."
+    )
+    not_before = serializers.DateTimeField(
+        allow_null=True, help_text="The start a rate limit reserved for this run."
+    )
+    flow_key = serializers.CharField(
+        help_text="This run's key under its task's flow control (its flow_key's value in the "
+        "payload), recorded when it is held or starts."
+    )
     lateness_ms = serializers.FloatField(allow_null=True, help_text="started_at - due_at, in ms")
     duration_ms = serializers.IntegerField(allow_null=True)
     worker = serializers.CharField()

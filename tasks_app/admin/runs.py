@@ -14,7 +14,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import URLPattern, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django_celery_results.models import TaskResult
 
@@ -22,6 +22,7 @@ from .. import permissions, secret_fields, selectors, services
 from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
+    HoldReason,
     Run,
     RunStatus,
 )
@@ -88,6 +89,7 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
         "started",
         "finished",
         "cancel_requested",
+        "flow_control",
         "lateness",
         "duration",
         "worker",
@@ -165,6 +167,18 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
     @admin.display(description="cancel requested")
     def cancel_requested(self, run: Run) -> SafeString | str:
         return instant(run.cancel_requested_at)
+
+    @admin.display(description="flow control")
+    def flow_control(self, run: Run) -> SafeString | str:
+        """Why it waits (held by its task's flow control) and its key."""
+        parts: list[SafeString | str] = []
+        if run.held == HoldReason.RATE:
+            parts.append(format_html("waiting for its reserved start {}", instant(run.not_before)))
+        elif run.held:
+            parts.append("waiting for a free slot (concurrency limit)")
+        if run.flow_key:
+            parts.append(format_html("key {}", run.flow_key))
+        return format_html_join("; ", "{}", ((p,) for p in parts)) if parts else "-"
 
     @admin.display(description="worker", ordering="worker")
     def worker_name(self, run: Run) -> SafeString | str:
