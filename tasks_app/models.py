@@ -694,15 +694,16 @@ Run._meta.get_field("status").register_lookup(Still)
 class FlowKey(models.Model):
     """The flow-control state of one task (``per_key`` false, ``key`` blank) or of one key of
     it: the next start its rate limit allows (``next_start_at``, a reservation schedule: each
-    start or reservation pushes it one spacing further) and when a run of it last started
-    (``last_started_at``: the key least recently served goes first when slots free up). Its
-    row is also what a claim of the key locks (tasks_app.services.flow)."""
+    start or reservation pushes it one step further) and when the key last had its turn
+    (``last_turn_at``: a run of it let go for a free slot, or started without waiting; the
+    key whose turn is oldest goes first when slots free up: round-robin). Read and written by
+    the SQL of tasks_app/store (tasks_app_flow_verdict, admit_runs, held_for_slots)."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+", db_index=False)
     per_key = models.BooleanField()
     key = models.CharField(max_length=200, blank=True)
     next_start_at = models.DateTimeField(null=True, blank=True)
-    last_started_at = models.DateTimeField(null=True, blank=True)
+    last_turn_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [

@@ -16,7 +16,7 @@ import tasks_app.validation
 
 # store.schema_sql() as this migration applied it (frozen), and its sha256.
 SCHEMA_FILE = Path(__file__).parent / "sql" / "0031_flow_limits.sql"
-SCHEMA_SHA256 = "7054b971479ab3cb441e196d90bcefbd4aed54878cc5629acf54f1d555ee0084"
+SCHEMA_SHA256 = "56debd8dbedc3dceba6fd1f04295704e10097e9bf5788be99959d9fe5ac39cae"
 PREVIOUS = Path(__file__).parent / "sql" / "0030_run_cancel_request.sql"
 
 
@@ -35,7 +35,7 @@ class Migration(migrations.Migration):
                 ('per_key', models.BooleanField()),
                 ('key', models.CharField(blank=True, max_length=200)),
                 ('next_start_at', models.DateTimeField(blank=True, null=True)),
-                ('last_started_at', models.DateTimeField(blank=True, null=True)),
+                ('last_turn_at', models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.RemoveIndex(

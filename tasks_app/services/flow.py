@@ -12,7 +12,7 @@ it.
 
 - Held for a **concurrency** slot, it is let go (:func:`flow_admit`) when a slot frees: by
   the worker that finished a run of the task, and by beat's passes (a killed worker, a
-  limit raised). Slots go round-robin between keys, the key least recently started first,
+  limit raised). Slots go round-robin between keys, the key whose turn is oldest first,
   and in due order within a key; a run let go keeps its turn ahead of runs that arrive
   meanwhile (they join the held ones).
 - Held by a **rate**, it reserved the next start the rate allows (``Run.not_before``): starts

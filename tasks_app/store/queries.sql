@@ -362,7 +362,7 @@ SELECT tasks_app_flow_lock(%(task_id)s, NULL);
 -- Of the task's runs held for a concurrency slot, those that may take the %(free)s slots
 -- free now: per key, its earliest held runs up to the key's free slots (%(key_limit)s less
 -- its runs running or queued, NULL: no limit per key), taken round-robin between keys (a
--- key's first held run before any key's second), the key least recently started first,
+-- key's first held run before any key's second), the key whose turn is oldest first,
 -- then in due order. Read from the task's earliest %(window)s held runs (run_held_idx); of a
 -- paused task (%(paused)s), only runs a person asked for.
 WITH held AS (
@@ -384,16 +384,32 @@ SELECT h.id
   LEFT JOIN tasks_app_flowkey AS k
          ON k.task_id = %(task_id)s AND k.per_key AND k.key = h.flow_key
  WHERE %(key_limit)s::integer IS NULL OR h.n + coalesce(b.n, 0) <= %(key_limit)s::integer
- ORDER BY h.n, k.last_started_at NULLS FIRST, h.due_at
+ ORDER BY h.n, k.last_turn_at NULLS FIRST, h.due_at
  LIMIT %(free)s;
 
 -- name: admit_runs
 -- pending -> queued, for held runs let go (services.flow), which keep their reason until
 -- their claim: a run let go for a concurrency slot takes its turn ahead of the runs that
--- arrive meanwhile. Returns the ids queued (the caller publishes them).
-UPDATE tasks_app_run SET status = 'queued', queued_at = GREATEST(%(now)s, created_at)
- WHERE id = ANY(%(run_ids)s::uuid[]) AND status IS NOT DISTINCT FROM 'pending' AND held <> ''
-RETURNING id;
+-- arrive meanwhile. The keys of those let go for a slot (of a task with a limit in all and
+-- keys) have their turn, in the order of %(run_ids)s (held_for_slots' order): round-robin.
+-- Returns the ids queued (the caller publishes them).
+WITH admitted AS (
+    UPDATE tasks_app_run SET status = 'queued', queued_at = GREATEST(%(now)s, created_at)
+     WHERE id = ANY(%(run_ids)s::uuid[]) AND status IS NOT DISTINCT FROM 'pending'
+       AND held <> ''
+    RETURNING id, task_id, flow_key, held
+), turns AS (
+    INSERT INTO tasks_app_flowkey (task_id, per_key, key, last_turn_at)
+    SELECT DISTINCT ON (a.task_id, a.flow_key)
+           a.task_id, true, a.flow_key, %(now)s + i.n * interval '1 microsecond'
+      FROM admitted AS a
+      JOIN unnest(%(run_ids)s::uuid[]) WITH ORDINALITY AS i(id, n) ON i.id = a.id
+      JOIN tasks_app_task AS t ON t.id = a.task_id
+     WHERE a.held = 'concurrency' AND t.concurrency_limit IS NOT NULL AND t.flow_key <> ''
+     ORDER BY a.task_id, a.flow_key, i.n DESC
+    ON CONFLICT (task_id, per_key, key) DO UPDATE SET last_turn_at = EXCLUDED.last_turn_at
+)
+SELECT id FROM admitted;
 
 -- name: skip_run
 -- queued -> skipped with its reason (a paused task's fire, an overlap policy declining it).

@@ -165,8 +165,9 @@ $$;
 -- redelivery or two workers racing never exceed a limit. A rate's starts are spaced one
 -- step apart: a run without a reserved start takes the next free one (each start or
 -- reservation pushes the task's, and the key's, next free start one step on), one with a
--- reservation is not counted again. A start under a task-wide limit with keys records the
--- key's last start (slots go to the key least recently started: services.flow).
+-- reservation is not counted again. A run that starts without having waited, under a
+-- task-wide limit with keys, gives its key its turn (last_turn_at; a run let go for a slot
+-- had it when it was let go: admit_runs).
 CREATE OR REPLACE FUNCTION tasks_app_flow_verdict(
     t tasks_app_task, p_run uuid, p_key varchar, p_held varchar, p_not_before timestamptz,
     p_now timestamptz
@@ -215,10 +216,10 @@ BEGIN
             RETURN 'rate:' || extract(epoch FROM start);
         END IF;
     END IF;
-    IF t.concurrency_limit IS NOT NULL AND t.flow_key <> '' THEN
-        INSERT INTO tasks_app_flowkey (task_id, per_key, key, last_started_at)
+    IF t.concurrency_limit IS NOT NULL AND t.flow_key <> '' AND p_held IS DISTINCT FROM 'concurrency' THEN
+        INSERT INTO tasks_app_flowkey (task_id, per_key, key, last_turn_at)
         VALUES (t.id, true, p_key, p_now)
-        ON CONFLICT (task_id, per_key, key) DO UPDATE SET last_started_at = EXCLUDED.last_started_at;
+        ON CONFLICT (task_id, per_key, key) DO UPDATE SET last_turn_at = EXCLUDED.last_turn_at;
     END IF;
     RETURN NULL;
 END
