@@ -613,6 +613,10 @@ class Run(StatusGuarded):
             ),
         ]
 
+    # Not a column: whether runs of its task may wait for its slot (held by flow control), as
+    # recording its outcome found (services.run_lifecycle; True when not known).
+    flow_waiting = True
+
     def __str__(self) -> str:
         return f"{self.task_id} run {self.id}"
 

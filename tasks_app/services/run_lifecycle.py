@@ -73,7 +73,7 @@ def run_execute(
     if before_outcome is not None:
         before_outcome()
     run = _persist(outcome)
-    if flow.limited(run.task):  # its slot is free: the next held run of its task may go
+    if run.flow_waiting and flow.limited(run.task):  # its slot is free: a held run may go
         try:
             flow.flow_admit([run.task_id])
         except DB_ERRORS:  # beat's next release pass lets them go
@@ -341,7 +341,7 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
     if not row or not row[0]:
         _not_recorded(run, RunStatus.COMPLETED)
         return run
-    run.status, run.finished_at = RunStatus(row[0]), now
+    run.status, run.finished_at, run.flow_waiting = RunStatus(row[0]), now, bool(row[2])
     run.output, run.truncated, run.result = text, truncated, value
     if run.status == RunStatus.CANCELLED:
         run.error = RETURNED_AFTER_CANCEL

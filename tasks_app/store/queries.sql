@@ -230,7 +230,9 @@ SELECT * FROM refused;
 -- request decides the run's end, whatever its action did after it. The task follows (its failure streak reset on a completion, a paused
 -- task keeps its status and next_run_at, a task with another run running stays running).
 -- Only the executor completes a run: its executor lock is released (whether the run was
--- still running or not). Returns the status written, NULL if the run was not running.
+-- still running or not). Returns the status written (NULL if the run was not running), and
+-- whether runs of its task are held by flow control (run_held_idx): then the worker lets the
+-- next go (services.flow).
 WITH finished AS (
     UPDATE tasks_app_run
        SET status = CASE WHEN cancel_requested_at IS NULL THEN 'completed' ELSE 'cancelled' END,
@@ -254,7 +256,10 @@ WITH finished AS (
      WHERE s.task_id = f.task_id
 )
 SELECT (SELECT status FROM finished),
-       pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0));
+       pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0)),
+       (SELECT EXISTS (SELECT 1 FROM tasks_app_run AS w
+                        WHERE w.task_id = f.task_id AND w.status = 'pending' AND w.held <> '')
+          FROM finished AS f);
 
 -- name: finish_run
 -- running -> failed, retrying or interrupted with the error, or cancelled when a person
