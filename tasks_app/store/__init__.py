@@ -91,6 +91,14 @@ MESSAGE_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
 # statement's instants. Every other column is the model's default, written into the
 # statement (``_enqueued_values``): a call binds and converts its own nine values, not the
 # run's twenty-six columns.
+# An enqueued run waits pending (beat releases it) when its task is paused, its queue is paused
+# or it is due beyond the release horizon; else it is queued at once.
+_HELD = (
+    "(s.status = 'paused' "
+    "OR EXISTS (SELECT FROM tasks_app_queuepause AS q "
+    "WHERE q.queue = COALESCE(NULLIF(%(queue)s::varchar, ''), t.queue)) "
+    "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz)"
+)
 _ENQUEUED_RUN_VALUES = {
     "id": "%(id)s::uuid",
     "task_id": "t.id",
@@ -103,12 +111,8 @@ _ENQUEUED_RUN_VALUES = {
     "priority": "%(priority)s::smallint",
     "due_at": "%(due_at)s::timestamptz",
     "scheduled_for": "%(due_at)s::timestamptz",
-    "status": "CASE WHEN s.status = 'paused' "
-    "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
-    "THEN 'pending' ELSE 'queued' END",
-    "queued_at": "CASE WHEN s.status = 'paused' "
-    "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
-    "THEN NULL ELSE %(created_at)s::timestamptz END",
+    "status": f"CASE WHEN {_HELD} THEN 'pending' ELSE 'queued' END",
+    "queued_at": f"CASE WHEN {_HELD} THEN NULL ELSE %(created_at)s::timestamptz END",
     "created_at": "%(created_at)s::timestamptz",
     "expires_at": "%(due_at)s::timestamptz + t.expires_after_seconds * interval '1 second'",
 }

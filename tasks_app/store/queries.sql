@@ -41,8 +41,8 @@ RETURNING s.task_id;
 -- name: enqueue_run
 -- A run of the @task function whose task is %(task_id)s (action django_task, its payload
 -- naming %(path)s): inserted only if that task exists, with the task's deadline policy, and
--- already queued when it is due within the release horizon (%(horizon_end)s) and the task is
--- not paused (its state row s), so the caller publishes it at commit without reading it
+-- already queued when it is due within the release horizon (%(horizon_end)s), the task is
+-- not paused (its state row s) and the run's queue is not paused (tasks_app_queuepause), so the caller publishes it at commit without reading it
 -- back. The task's state row is written only when its status or next_run_at changes (most
 -- enqueues of a busy function change neither). No row when the task is missing; else 1
 -- (the runs inserted, as enqueue_runs answers), the run's status and the task's fields a
@@ -144,7 +144,8 @@ UPDATE tasks_app_run
 
 -- name: claim_run
 -- queued -> running, at or after its due instant and within its deadline, for an unpaused task (or a run a person
--- asked for), when the task's overlap policy is allow or the caller has checked it under
+-- asked for), on a queue that is not paused (no tasks_app_queuepause row for the run's
+-- queue, its own or its task's: whoever asked for it), when the task's overlap policy is allow or the caller has checked it under
 -- the task's lock (overlap_checked). The task becomes running. Its next_run_at is computed
 -- from the state row being updated (s in task_running), never from a row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
@@ -157,7 +158,8 @@ UPDATE tasks_app_run
 -- 'not_queued' (another status, or moved by a statement that committed while this one
 -- waited for the run's row: a duplicate message either way), 'expired' (past its
 -- deadline), 'early' (its due instant not reached by %(now)s, the database's clock as
--- the caller read it: tasks_app.clock), 'paused' (its task paused, and not a run a person asked for), 'overlap'
+-- the caller read it: tasks_app.clock), 'paused' (its task paused, and not a run a person asked for),
+-- 'queue_paused' (its queue paused: the run waits, pending, until the queue is resumed), 'overlap'
 -- (another overlap policy, not checked yet). The conditions of the claim and the reasons
 -- are the same tests, so they are written side by side here and nowhere else; the caller
 -- acts on the reason (services.run_lifecycle). The reason is looked up only when the
@@ -178,6 +180,8 @@ WITH async_commit AS (
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
        AND s.task_id = r.task_id
        AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
+       AND NOT EXISTS (SELECT FROM tasks_app_queuepause AS q
+                        WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
        AND r.due_at <= %(now)s
@@ -196,6 +200,9 @@ WITH async_commit AS (
                 WHEN r.expires_at < %(now)s THEN 'expired'
                 WHEN r.due_at > %(now)s THEN 'early'
                 WHEN s.status = 'paused' AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
+                WHEN EXISTS (SELECT FROM tasks_app_queuepause AS q
+                              WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
+                     THEN 'queue_paused'
                 WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
                 ELSE 'not_queued' END
       FROM (SELECT) AS one
@@ -321,7 +328,7 @@ UPDATE tasks_app_run
 -- name: unqueue_runs
 -- queued -> pending, for those of the given runs still queued: their message did not go
 -- out, was lost by the broker, or was declined for now (a paused task holds its delayed
--- runs; overlap buffer_one); a later release publishes them again under the same id.
+-- runs, a paused queue all of its runs; overlap buffer_one); a later release publishes them again under the same id.
 UPDATE tasks_app_run
    SET status = 'pending', queued_at = NULL
  WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'queued';
