@@ -58,8 +58,8 @@ OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "overview": ["view_task", "view_run"],
     # A queue's pause stops every task on it: the pause row's own model permissions.
     "queues": ["view_queuepause"],
-    "queue_pause": ["view_queuepause", "add_queuepause"],
-    "queue_resume": ["view_queuepause", "delete_queuepause"],
+    "pause-queue": ["view_queuepause", "add_queuepause"],
+    "resume-queue": ["view_queuepause", "delete_queuepause"],
 }
 # A write that also creates runs (a delay, a schedule set or changed) needs this besides.
 RUN_PERMISSION = "add_run"

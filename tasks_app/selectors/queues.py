@@ -32,7 +32,7 @@ def waiting_runs(queues: list[str] | None = None) -> dict[str, int]:
     """Runs waiting (``pending`` or ``queued``) per queue, of ``queues`` (all when ``None``)."""
     rows = (
         Run.objects.filter(status__in=[RunStatus.PENDING, RunStatus.QUEUED])
-        .alias(on_queue=run_queue())
+        .annotate(on_queue=run_queue())
         .order_by()
         .values("on_queue")
         .annotate(n=Count("id"))
@@ -61,6 +61,14 @@ def queue_list() -> list[QueueState]:
     ]
 
 
-def queue_get(name: str) -> QueueState | None:
-    """The queue ``name`` as :func:`queue_list` shows it, ``None`` if it is not known."""
-    return next((q for q in queue_list() if q.name == name), None)
+def queue_state(name: str) -> QueueState:
+    """The queue ``name`` as :func:`queue_list` shows it (known or not: not paused then)."""
+    pause = QueuePause.objects.filter(queue=name).first()
+    return QueueState(
+        name=name,
+        paused=pause is not None,
+        paused_at=pause.paused_at if pause else None,
+        paused_by=pause.paused_by if pause else "",
+        note=pause.note if pause else "",
+        waiting=waiting_runs([name]).get(name, 0),
+    )

@@ -44,7 +44,7 @@ def queue_pause(*, queue: str, note: str = "", by: Actor = "") -> QueuePause:
     """Pause ``queue`` (one of ``TASKS_QUEUES``): from now on none of its runs starts, and
     none is lost. Pausing a paused queue keeps when and by whom it was paused and replaces
     its note when one is given. Needs ``add_queuepause``."""
-    who = permissions.authorize(by, "queue_pause")
+    who = permissions.authorize(by, "pause-queue")
     name = _check_name(queue, known=set())
     note = validation.check_pause_note(note)
     with transaction.atomic():
@@ -63,7 +63,7 @@ def queue_resume(*, queue: str, by: Actor = "") -> bool:
     """Resume ``queue``: its pause row deleted, then its waiting runs released at once,
     earliest due first (the release pass, not beat's next one). Whether it was paused;
     resuming a queue that is not paused changes nothing. Needs ``delete_queuepause``."""
-    who = permissions.authorize(by, "queue_resume")
+    who = permissions.authorize(by, "resume-queue")
     name = _check_name(queue, known=set(QueuePause.objects.values_list("queue", flat=True)))
     with transaction.atomic():
         deleted, _ = QueuePause.objects.filter(queue=name).delete()
