@@ -664,6 +664,7 @@ class QueuePause(models.Model):
 
     class Meta:
         ordering = ["queue"]
+        verbose_name = "paused queue"
 
     def __str__(self) -> str:
         return f"queue {self.queue} paused"

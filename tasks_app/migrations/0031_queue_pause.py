@@ -20,6 +20,7 @@ class Migration(migrations.Migration):
             ],
             options={
                 "ordering": ["queue"],
+                "verbose_name": "paused queue",
             },
         ),
     ]
