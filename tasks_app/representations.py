@@ -222,8 +222,12 @@ class QueueSerializer(serializers.Serializer):
     name = serializers.CharField()
     paused = serializers.BooleanField()
     paused_at = serializers.DateTimeField(allow_null=True, help_text="When it was paused.")
-    paused_by = serializers.CharField(help_text="Who paused it ('' when not paused).")
-    note = serializers.CharField(help_text="Why it is paused ('' when not paused).")
+    paused_by = serializers.CharField(
+        allow_blank=True, help_text="Who paused it ('' when not paused)."
+    )
+    note = serializers.CharField(
+        allow_blank=True, help_text="Why it is paused ('' when not paused)."
+    )
     waiting_runs = serializers.IntegerField(
         source="waiting", help_text="Runs waiting on it (pending or queued)."
     )

@@ -621,7 +621,7 @@ class QueuePauseView(ApiView):
         operation_id="queues_pause",
         summary="Pause a queue: none of its runs starts, none is lost, until it is resumed",
         request=QueuePauseSerializer,
-        responses={200: QueueSerializer, **errors(*BODY_ERRORS)},
+        responses={200: QueueSerializer, **errors(*BODY_ERRORS, 404)},
     )
     def post(self, request: Request, queue: str) -> Response:
         data = self.body(QueuePauseSerializer)
@@ -637,7 +637,7 @@ class QueueResumeView(ApiView):
         operation_id="queues_resume",
         summary="Resume a queue: its waiting runs are released at once, earliest due first",
         request=None,
-        responses={200: QueueSerializer, **errors()},
+        responses={200: QueueSerializer, **errors(404)},
     )
     def post(self, request: Request, queue: str) -> Response:
         services.queue_resume(queue=queue, by=self.by)
