@@ -11,8 +11,8 @@ task's schedule mirrored: its next fire, its once run and its beat entry), ``run
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
 interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
 (recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
-framework), ``alarms`` (missed-run alarms), ``queue_pause`` (a queue paused and resumed), ``runs_prune`` (old runs
-deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
+framework), ``alarms`` (missed-run alarms), ``queue_pause`` (a queue paused and resumed),
+``runs_prune`` (old runs deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
 Schedules declared in code are applied by ``tasks_app.schedules`` (``manage.py tasks sync``).
 """
 

@@ -86,11 +86,6 @@ CLAIMED_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
 MESSAGE_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
     f for f in TASK_FIELDS if f.name in {"id", "queue", "priority", "timeout_seconds"}
 )
-# A run enqueued by enqueue_run / enqueue_runs takes these from the call (its own bound
-# parameters), its task row ``t``, the task's state row ``s`` (whether it is paused) and the
-# statement's instants. Every other column is the model's default, written into the
-# statement (``_enqueued_values``): a call binds and converts its own nine values, not the
-# run's twenty-six columns.
 # An enqueued run waits pending (beat releases it) when its task is paused, its queue is paused
 # or it is due beyond the release horizon; else it is queued at once.
 _HELD = (
@@ -99,6 +94,11 @@ _HELD = (
     "WHERE q.queue = COALESCE(NULLIF(%(queue)s::varchar, ''), t.queue)) "
     "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz)"
 )
+# A run enqueued by enqueue_run / enqueue_runs takes these from the call (its own bound
+# parameters), its task row ``t``, the task's state row ``s`` (whether it is paused) and the
+# statement's instants. Every other column is the model's default, written into the
+# statement (``_enqueued_values``): a call binds and converts its own nine values, not the
+# run's twenty-six columns.
 _ENQUEUED_RUN_VALUES = {
     "id": "%(id)s::uuid",
     "task_id": "t.id",
