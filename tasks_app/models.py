@@ -672,6 +672,13 @@ def run_queue() -> Coalesce:
     return Coalesce(NullIf(models.F("queue"), models.Value("")), models.F("task__queue"))
 
 
+def outer_run_queue() -> Coalesce:
+    """:func:`run_queue` of the run in the enclosing query, inside a subquery."""
+    return Coalesce(
+        NullIf(models.OuterRef("queue"), models.Value("")), models.OuterRef("task__queue")
+    )
+
+
 class Still(models.Lookup):  # type: ignore[type-arg]
     """``Run.objects.filter(pk=…, status__still="queued")``: the guard of a conditional
     update on a run named by key, as ``IS NOT DISTINCT FROM`` (tasks_app/store/queries.sql
@@ -742,6 +749,26 @@ class RunTallyMark(models.Model):
 
     def __str__(self) -> str:
         return f"runs finished before {self.through.isoformat()}"
+
+
+class QueuePause(models.Model):
+    """A paused queue: while its row exists, no run of that queue starts (the release does
+    not publish them, the claim refuses a message that arrives), and none is lost: they wait
+    ``pending`` with their due instant kept. Written and deleted by the services only
+    (``services.queue_pause``, ``services.queue_resume``); the row is the pause, read by the
+    statements that publish and claim runs (``tasks_app/store/queries.sql``)."""
+
+    queue = models.CharField(primary_key=True, max_length=100)
+    paused_at = models.DateTimeField()
+    paused_by = models.CharField(max_length=150, blank=True, default="")
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["queue"]
+        verbose_name = "paused queue"
+
+    def __str__(self) -> str:
+        return f"queue {self.queue} paused"
 
 
 class TaskAuditEntry(models.Model):

@@ -1,4 +1,4 @@
-"""How a task and a run are written out as JSON: the REST API's responses and
+"""How a task, a run and a queue are written out as JSON: the REST API's responses and
 ``manage.py tasks --json`` (one shape for both; DRF serializers, so the OpenAPI document
 describes them)."""
 
@@ -226,3 +226,20 @@ class TaskCreatedSerializer(TaskOutputSerializer):
     def get_run(self, task: Task) -> dict[str, Any] | None:
         run = self.context.get("run")
         return None if run is None else dict(RunOutputSerializer(run).data)
+
+
+class QueueSerializer(serializers.Serializer):
+    """A queue (``selectors.QueueState``)."""
+
+    name = serializers.CharField()
+    paused = serializers.BooleanField()
+    paused_at = serializers.DateTimeField(allow_null=True, help_text="When it was paused.")
+    paused_by = serializers.CharField(
+        allow_blank=True, help_text="Who paused it ('' when not paused)."
+    )
+    note = serializers.CharField(
+        allow_blank=True, help_text="Why it is paused ('' when not paused)."
+    )
+    waiting_runs = serializers.IntegerField(
+        source="waiting", help_text="Runs waiting on it (pending or queued)."
+    )

@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from .. import permissions, secret_fields, services, validation
+from .. import permissions, secret_fields, selectors, services, validation
 from ..models import (
     Run,
     Task,
@@ -42,6 +42,11 @@ def _run_now_state(run: Run) -> SafeString:
     """What Run now did, as it is: a run is queued (published) or still pending, not started."""
     if run.status == "queued":
         return format_html("is queued (due {}): a worker starts it next.", instant(run.due_at))
+    if run.status == "pending" and run.queue_name in selectors.paused_queues():
+        return format_html(
+            "is pending: its queue {} is paused; it starts once the queue is resumed.",
+            run.queue_name,
+        )
     if run.status == "pending":
         return format_html("is pending: it is published when due ({}).", instant(run.due_at))
     return format_html("is {}.", run.status)

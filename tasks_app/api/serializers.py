@@ -259,6 +259,17 @@ class EmptySerializer(StrictSerializerMixin, serializers.Serializer):
     pass
 
 
+class QueuePauseSerializer(StrictSerializerMixin, serializers.Serializer):
+    note = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=validation.PAUSE_NOTE_MAX_LENGTH,
+        error_messages={"max_length": validation.PAUSE_NOTE_TOO_LONG},
+        help_text="Why the queue is paused (optional; shown on the overview).",
+    )
+
+
 class BackfillSerializer(StrictSerializerMixin, serializers.Serializer):
     start = AwareDateTimeField(help_text="Fires after this instant ...")
     end = AwareDateTimeField(help_text="... up to and including this one.")

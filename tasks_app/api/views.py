@@ -36,6 +36,7 @@ from .. import actions, permissions, selectors, services
 from ..models import Run, RunStatus, Task, Trigger
 from ..observability import health
 from ..representations import (
+    QueueSerializer,
     RunDetailSerializer,
     RunOutputSerializer,
     TaskCreatedSerializer,
@@ -56,6 +57,7 @@ from .serializers import (
     PauseSerializer,
     PreviewQuerySerializer,
     PreviewSerializer,
+    QueuePauseSerializer,
     RunFilterSerializer,
     RunNowSerializer,
     ScheduleSerializer,
@@ -584,6 +586,62 @@ class RunRetryView(ApiView):
     def post(self, request: Request, run_id: str) -> Response:
         run = services.run_retry(run=self.run(run_id), by=self.by)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+# -- queues --------------------------------------------------------------------------------
+
+QUEUE = OpenApiParameter(
+    "queue",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description="The queue's name: one of TASKS_QUEUES (anything else is a 400 naming queue).",
+)
+
+
+class QueueListView(ApiView):
+    operations = {"GET": "queues"}
+
+    @extend_schema(
+        summary="Queues: paused or not, and the runs waiting on each",
+        responses={200: QueueSerializer(many=True), **errors(404)},
+    )
+    def get(self, request: Request) -> Response:
+        return self.page(selectors.queue_list(), QueueSerializer)
+
+
+def _queue(name: str) -> Any:
+    return QueueSerializer(selectors.queue_state(name)).data
+
+
+@extend_schema(parameters=[QUEUE])
+class QueuePauseView(ApiView):
+    operations = {"POST": "pause-queue"}
+
+    @extend_schema(
+        operation_id="queues_pause",
+        summary="Pause a queue: none of its runs starts, none is lost, until it is resumed",
+        request=QueuePauseSerializer,
+        responses={200: QueueSerializer, **errors(*BODY_ERRORS, 404)},
+    )
+    def post(self, request: Request, queue: str) -> Response:
+        data = self.body(QueuePauseSerializer)
+        pause = services.queue_pause(queue=queue, note=data["note"], by=self.by)
+        return Response(_queue(pause.queue))
+
+
+@extend_schema(parameters=[QUEUE])
+class QueueResumeView(ApiView):
+    operations = {"POST": "resume-queue"}
+
+    @extend_schema(
+        operation_id="queues_resume",
+        summary="Resume a queue: its waiting runs are released at once, earliest due first",
+        request=None,
+        responses={200: QueueSerializer, **errors(404)},
+    )
+    def post(self, request: Request, queue: str) -> Response:
+        services.queue_resume(queue=queue, by=self.by)
+        return Response(_queue(queue.strip()))
 
 
 def _default(name: str) -> Any:

@@ -25,6 +25,9 @@ each see a slice. Instead every figure is read at scrape time from the shared st
   (``tasks_app.clock``; beat and workers record theirs in the cache, this process reads its
   own); ``tasks_cache_up``: 1, or 0 when the cache could not be reached (the scrape still answers
   200, those two unknown).
+- ``tasks_queue_paused{queue}``: 1 while the queue is paused (docs/flow-control.md), else 0;
+  ``tasks_queue_waiting_runs{queue}``: runs waiting on it (pending or queued), for every
+  configured or paused queue (0 included).
 - ``tasks_tasks{status}``, ``tasks_paused``, ``tasks_alarms``.
 
 Access: a request carrying ``Authorization: Bearer <TASKS_METRICS_TOKEN>`` (when that setting
@@ -53,7 +56,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .. import clock, selectors, services
+from .. import clock, selectors, services, validation
 from ..cache_keys import cache_key
 from ..client_address import client_ip
 from ..conf import app_settings, default_queue
@@ -173,10 +176,13 @@ class TasksCollector:
             .values("status", on_queue=run_queue())
             .annotate(n=Count("id"))
         )
+        waiting: dict[str, int] = {}
         for row in rows:
             queues.add(row["on_queue"])
             depth.add_metric([row["on_queue"], row["status"]], row["n"])
+            waiting[row["on_queue"]] = waiting.get(row["on_queue"], 0) + row["n"]
         yield depth
+        yield from self._pauses(waiting)
         if not self.broker:
             return
         queues.add(default_queue())
@@ -188,6 +194,26 @@ class TasksCollector:
         for name, count in _broker_depths(sorted(queues)).items():
             broker.add_metric([name], count)
         yield broker
+
+    @staticmethod
+    def _pauses(waiting: dict[str, int]) -> Iterator[Metric]:
+        """``tasks_queue_paused{queue}`` (1 paused, 0 not) and
+        ``tasks_queue_waiting_runs{queue}`` for each known queue (``selectors.queue_list``:
+        the configured ones and any paused one), from the depth rows just read."""
+        paused = GaugeMetricFamily(
+            "tasks_queue_paused", "1 while the queue is paused, else 0.", labels=["queue"]
+        )
+        held = GaugeMetricFamily(
+            "tasks_queue_waiting_runs",
+            "Runs waiting on the queue (pending or queued), paused or not.",
+            labels=["queue"],
+        )
+        pauses = selectors.paused_queues()
+        for name in sorted(set(validation.configured_queues()) | pauses):
+            paused.add_metric([name], 1 if name in pauses else 0)
+            held.add_metric([name], waiting.get(name, 0))
+        yield paused
+        yield held
 
     def _tasks(self) -> Iterator[Metric]:
         tasks = GaugeMetricFamily("tasks_tasks", "Tasks by status.", labels=["status"])

@@ -41,8 +41,8 @@ RETURNING s.task_id;
 -- name: enqueue_run
 -- A run of the @task function whose task is %(task_id)s (action django_task, its payload
 -- naming %(path)s): inserted only if that task exists, with the task's deadline policy, and
--- already queued when it is due within the release horizon (%(horizon_end)s) and the task is
--- not paused (its state row s), so the caller publishes it at commit without reading it
+-- already queued when it is due within the release horizon (%(horizon_end)s), the task is
+-- not paused (its state row s) and the run's queue is not paused (tasks_app_queuepause), so the caller publishes it at commit without reading it
 -- back. The task's state row is written only when its status or next_run_at changes (most
 -- enqueues of a busy function change neither). No row when the task is missing; else 1
 -- (the runs inserted, as enqueue_runs answers), the run's status and the task's fields a
@@ -145,10 +145,12 @@ UPDATE tasks_app_run
 -- name: claim_run
 -- queued -> running, at or after its due instant (and the start a rate limit reserved for it,
 -- not_before) and within its deadline, for an unpaused task (or a run a person asked for),
--- when the task's overlap policy is allow or the caller has checked it under the task's lock
--- (overlap_checked), and its flow control lets it start (verdict: tasks_app_flow_verdict,
--- once per statement, only for a queued run of a task that has flow control). The task
--- becomes running. Its next_run_at is computed
+-- on a queue that is not paused (no tasks_app_queuepause row for the run's queue, its own or
+-- its task's: whoever asked for it), when the task's overlap policy is allow or the caller
+-- has checked it under the task's lock (overlap_checked), and its flow control lets it
+-- start (verdict: tasks_app_flow_verdict, once per statement, only for a queued run that
+-- could otherwise start, of a task that has flow control). The task becomes running. Its
+-- next_run_at is computed
 -- from the state row being updated (s in task_running), never from a row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
@@ -161,9 +163,10 @@ UPDATE tasks_app_run
 -- waited for the run's row: a duplicate message either way), 'expired' (past its
 -- deadline), 'early' (its due instant, or its reserved start, not reached by %(now)s, the
 -- database's clock as the caller read it: tasks_app.clock), 'paused' (its task paused, and
--- not a run a person asked for), 'overlap' (another overlap policy, not checked yet), or
--- the flow control's verdict ('concurrency', 'line', 'rate:<epoch>'). The conditions of
--- the claim and the reasons are the same tests, so they are written side by side here and
+-- not a run a person asked for), 'queue_paused' (its queue paused: the run waits, pending,
+-- until the queue is resumed), 'overlap' (another overlap policy, not checked yet), or the
+-- flow control's verdict ('concurrency', 'line', 'rate:<epoch>'). The conditions of the
+-- claim and the reasons are the same tests, so they are written side by side here and
 -- nowhere else; the caller acts on the reason (services.run_lifecycle). The reason is
 -- looked up only when the claim updated nothing, by the run's primary key.
 -- The claim's transaction commits asynchronously (async_commit: SET LOCAL
@@ -178,8 +181,12 @@ WITH async_commit AS (
                t, r.id, tasks_app_flow_key(t, COALESCE(r.payload, t.payload)), r.held,
                r.not_before, %(now)s) AS refusal
       FROM tasks_app_run AS r JOIN tasks_app_task AS t ON t.id = r.task_id
+      JOIN tasks_app_taskstate AS s ON s.task_id = r.task_id
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued'
        AND tasks_app_flow_controlled(t)
+       AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
+       AND NOT EXISTS (SELECT FROM tasks_app_queuepause AS q
+                        WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s) AND r.due_at <= %(now)s
 ), claimed AS (
@@ -192,6 +199,8 @@ WITH async_commit AS (
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
        AND s.task_id = r.task_id
        AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
+       AND NOT EXISTS (SELECT FROM tasks_app_queuepause AS q
+                        WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
        AND r.due_at <= %(now)s AND (r.not_before IS NULL OR r.not_before <= %(now)s)
@@ -211,6 +220,9 @@ WITH async_commit AS (
                 WHEN r.expires_at < %(now)s THEN 'expired'
                 WHEN r.due_at > %(now)s OR r.not_before > %(now)s THEN 'early'
                 WHEN s.status = 'paused' AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
+                WHEN EXISTS (SELECT FROM tasks_app_queuepause AS q
+                              WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
+                     THEN 'queue_paused'
                 WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
                 ELSE coalesce((SELECT v.refusal FROM verdict AS v), 'not_queued') END
       FROM (SELECT) AS one
@@ -336,7 +348,7 @@ UPDATE tasks_app_run
 -- name: unqueue_runs
 -- queued -> pending, for those of the given runs still queued: their message did not go
 -- out, was lost by the broker, or was declined for now (a paused task holds its delayed
--- runs; overlap buffer_one); a later release publishes them again under the same id.
+-- runs, a paused queue all of its runs; overlap buffer_one); a later release publishes them again under the same id.
 UPDATE tasks_app_run
    SET status = 'pending', queued_at = NULL
  WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'queued';

@@ -204,6 +204,14 @@ def add_verbs(parser: CommandParser) -> None:
         help="exit 1 while the database differs from the code (for CI); write nothing",
     )
 
+    verb("queues", "list the queues: paused or not, and the runs waiting on each")
+    p = verb("pause-queue", "pause a queue (none of its runs starts; none is lost)")
+    p.add_argument("name", help="the queue's name (one of TASKS_QUEUES)")
+    p.add_argument("--note", default="", help="why it is paused")
+    verb(
+        "resume-queue", "resume a paused queue (its waiting runs start, earliest due first)"
+    ).add_argument("name")
+
     p = verb("preview", "the next fire times of a task's schedule")
     p.add_argument("id")
     p.add_argument("--count", type=bounded_int(1, selectors.MAX_PREVIEW), default=5)

@@ -183,7 +183,13 @@ class TaskVerbs(CliCommand):
         run = services.task_execute(
             task=task, trigger=Trigger.CLI, by=self.by, payload=o.get("payload")
         )
-        self.out(RunOutputSerializer(run).data, f"run {run.id} of {run.task_id} queued now")
+        held = run.queue_name in selectors.paused_queues()
+        self.out(
+            RunOutputSerializer(run).data,
+            f"run {run.id} of {run.task_id} waits: queue {run.queue_name} is paused"
+            if held
+            else f"run {run.id} of {run.task_id} queued now",
+        )
 
     def do_schedule(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
