@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("tasks_app", "0030_run_cancel_request"),
+        ("tasks_app", "0031_flow_limits"),
     ]
 
     operations = [
