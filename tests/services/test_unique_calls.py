@@ -192,9 +192,7 @@ def test_payload_key_of_other_actions_reads_the_payload_field() -> None:
 
 
 def test_run_now_of_a_task_with_a_policy_is_deduplicated_on_its_payload() -> None:
-    task = services.task_create(
-        id="hook", action="noop", payload={"order": 5}, unique_on="order"
-    )
+    task = services.task_create(id="hook", action="noop", payload={"order": 5}, unique_on="order")
     first = services.task_execute(task=task)
     assert services.task_execute(task=task).id == first.id
     assert services.task_execute(task=task, payload={"order": 6}).id != first.id
