@@ -15,6 +15,7 @@ from django.utils import timezone
 from tasks_app import services
 from tasks_app.django_tasks import enqueue_many
 from tasks_app.models import Run, RunStatus, Task
+from tasks_app.schedules.sync import schedules_sync
 from tasks_app.services.django_task import function_task_of
 from tasks_app.services.unique_calls import DIGEST_PREFIX, payload_key
 from tests.django_tasks import functions
@@ -233,3 +234,11 @@ def test_racing_calls_with_one_key_leave_one_waiting_run(on_duplicate: str) -> N
         assert len(set(got)) == 1 and Run.objects.filter(task=task).count() == 1
     else:
         assert Run.objects.filter(task=task, status=RunStatus.CANCELLED).count() == 3
+
+
+def test_a_policy_declared_in_code_deduplicates_the_functions_calls() -> None:
+    schedules_sync("tests.django_tasks.unique_schedules")
+    task = Task.objects.get(pk=NOTIFY)
+    assert (task.unique_on, task.unique_for_seconds, task.debounce) == ("user_id", 30, False)
+    first = functions.notify.enqueue(3)
+    assert functions.notify.enqueue(3).id == first.id
