@@ -45,9 +45,7 @@ def test_duplicate_enqueues_from_many_threads_run_once(worker: object) -> None:
     result = wait_until(lambda: finished(result_id), timeout=30, message="the one run")
     assert result.status == TaskResultStatus.SUCCESSFUL
     runs = list(Run.objects.filter(task_id=NOTIFY))
-    assert [(str(r.id), r.status, r.attempt) for r in runs] == [
-        (result_id, RunStatus.COMPLETED, 1)
-    ]
+    assert [(str(r.id), r.status, r.attempt) for r in runs] == [(result_id, RunStatus.COMPLETED, 1)]
     assert len(result.worker_ids) == 1  # started once
 
     # Its run has ended: the key is free, the next call makes (and runs) a new run.
