@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connections
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from tasks_app import services
@@ -242,3 +243,17 @@ def test_a_policy_declared_in_code_deduplicates_the_functions_calls() -> None:
     assert (task.unique_on, task.unique_for_seconds, task.debounce) == ("user_id", 30, False)
     first = functions.notify.enqueue(3)
     assert functions.notify.enqueue(3).id == first.id
+
+
+def test_an_enqueue_without_a_key_policy_reads_no_task_row() -> None:
+    """The plain way stays one statement of the store: no read of the task's policy, no
+    lock (the ORM's queries are what the unique way adds; the store's own statement goes
+    through psycopg directly and is not among them)."""
+    functions.notify.enqueue(1)  # the function's task made (ORM) on its first enqueue
+    with CaptureQueriesContext(connection) as plain:
+        functions.notify.enqueue(2)
+    assert len(plain) == 0, [q["sql"] for q in plain]
+    notify_task(unique_on="user_id")
+    with CaptureQueriesContext(connection) as keyed:
+        functions.notify.enqueue(3)
+    assert any("tasks_app_task" in q["sql"] for q in keyed)
