@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.core.exceptions import ValidationError
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
@@ -257,3 +258,20 @@ def test_an_enqueue_without_a_key_policy_reads_no_task_row() -> None:
     with CaptureQueriesContext(connection) as keyed:
         functions.notify.enqueue(3)
     assert any("tasks_app_task" in q["sql"] for q in keyed)
+
+
+def test_aenqueue_returns_the_first_runs_result_too() -> None:
+    notify_task(unique_on="user_id")
+    first = functions.notify.enqueue(5)
+    again = async_to_sync(functions.notify.aenqueue)(5)
+    assert again.id == first.id and len(waiting(NOTIFY)) == 1
+
+
+def test_enqueue_many_of_a_debounced_function_keeps_each_keys_last_call() -> None:
+    notify_task(unique_on="user_id", debounce=True)
+    results = enqueue_many(
+        functions.notify, [((1,), {"message": "a"}), ((1,), {"message": "b"}), ((2,), {})]
+    )
+    kept = {r.payload["kwargs"].get("message", "") for r in waiting(NOTIFY)}
+    assert kept == {"b", ""} and len(waiting(NOTIFY)) == 2
+    assert Run.objects.get(pk=results[0].id).error == f"cancelled: replaced by run {results[1].id}"
