@@ -87,6 +87,7 @@ ON_DUPLICATE_RETURN = "return"
 ON_DUPLICATE_REPLACE = "replace"
 ON_DUPLICATE_CHOICES = (ON_DUPLICATE_RETURN, ON_DUPLICATE_REPLACE)
 UNIQUE_ON_PATTERN = r"^(\*|[A-Za-z_][A-Za-z0-9_]*)$"
+NEEDS_UNIQUE_ON = "needs unique_on: without it the task's calls have no key"
 UNIQUE_ON_RULE = (
     "must be blank, '*' (the whole call's arguments) or the name of a keyword argument "
     "or payload field (letters, digits and '_', not starting with a digit)"

@@ -21,6 +21,7 @@ from ..choices import ScheduleType
 from ..models import Task
 from ..timing import scheduling
 from ..validation import (
+    NEEDS_UNIQUE_ON,
     REQUIRED_FOR_SCHEDULE,
     check_delay,
     check_instant,
@@ -148,6 +149,11 @@ def validate_task(
         and task.jitter_seconds >= task.interval_seconds
     ):
         errors["jitter_seconds"] = ["must be shorter than interval_seconds"]
+    if not task.unique_on:  # a unique-call policy without its key would be ignored
+        if task.debounce:
+            errors["debounce"] = [NEEDS_UNIQUE_ON]
+        if task.unique_for_seconds:
+            errors["unique_for_seconds"] = [NEEDS_UNIQUE_ON]
 
     if errors:
         raise ValidationError(errors)

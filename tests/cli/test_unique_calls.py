@@ -7,7 +7,7 @@ import json
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from tasks_app.models import Run, RunStatus, Task
 
@@ -48,6 +48,8 @@ def test_a_tasks_policy_from_the_command_line() -> None:
     tasks("update", "hook", "--debounce")
     task = Task.objects.get(pk="hook")
     assert (task.unique_on, task.unique_for_seconds, task.debounce) == ("order", 120, True)
-    tasks("update", "hook", "--no-debounce", "--unique-on", "")
+    with pytest.raises(CommandError, match="debounce: needs unique_on"):
+        tasks("update", "hook", "--unique-on", "")
+    tasks("update", "hook", "--no-debounce", "--unique-on", "", "--unique-for", "0")
     task.refresh_from_db()
-    assert (task.unique_on, task.debounce) == ("", False)
+    assert (task.unique_on, task.unique_for_seconds, task.debounce) == ("", 0, False)

@@ -131,6 +131,12 @@ def test_a_task_policy_refuses_a_bad_unique_on() -> None:
     with pytest.raises(ValidationError) as caught:
         services.task_create(id="report", action="noop", unique_for_seconds=-5)
     assert "unique_for_seconds" in caught.value.message_dict
+    with pytest.raises(ValidationError) as caught:
+        services.task_create(id="report", action="noop", debounce=True, unique_for_seconds=9)
+    assert caught.value.message_dict == {
+        "debounce": ["needs unique_on: without it the task's calls have no key"],
+        "unique_for_seconds": ["needs unique_on: without it the task's calls have no key"],
+    }
 
 
 # --- @task functions: the key from their task's policy -----------------------------------
