@@ -44,6 +44,10 @@ from .validation import (
     NUMERIC_BOUNDS,
     TASK_ID_MAX_LENGTH,
     TASK_ID_PATTERN,
+    UNIQUE_KEY_MAX_LENGTH,
+    UNIQUE_ON_MAX_LENGTH,
+    UNIQUE_ON_PATTERN,
+    UNIQUE_ON_RULE,
     check_storable,
     flow_key_validator,
     rate_validator,
@@ -298,6 +302,29 @@ class Task(models.Model):
         db_default="",
         validators=[rate_validator],
         help_text="The same per key (needs flow_key).",
+    # Unique calls (docs/flow-control.md): a call of this task whose key is already held by
+    # a waiting run returns that run (or, with debounce, replaces it).
+    unique_on = models.CharField(
+        max_length=UNIQUE_ON_MAX_LENGTH,
+        validators=[RegexValidator(UNIQUE_ON_PATTERN, UNIQUE_ON_RULE)],
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Blank: calls are not deduplicated; a keyword argument or payload field "
+        "whose value is a call's key; '*': the whole call's arguments.",
+    )
+    unique_for_seconds = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        validators=bounded("unique_for_seconds"),
+        help_text="0: a key is held while its run waits. N: also for N seconds after the "
+        "call that made the run; with debounce, a run waits N seconds after the newest call.",
+    )
+    debounce = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="A call with the key of a waiting run replaces that run (the newest call "
+        "wins) instead of returning it.",
     )
     # The module that declares this task (``TASKS_SCHEDULES_MODULE``, written by
     # ``manage.py tasks sync``): its definition is then read-only everywhere else; operators
@@ -546,6 +573,16 @@ class Run(StatusGuarded):
         help_text="0 (last) to 9 (first); none: the task's.",
     )
 
+    # The uniqueness key of the call that made this run (blank: none): while the run waits,
+    # another call of its task with the same key gets this run (run_unique_waiting_key).
+    unique_key = models.CharField(
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The key of the call that made this run; blank: none.",
+    )
+
     output = models.TextField(blank=True)
     truncated = models.BooleanField(default=False)
     error = models.TextField(blank=True)
@@ -559,6 +596,13 @@ class Run(StatusGuarded):
                 fields=["task", "scheduled_for"],
                 condition=models.Q(trigger__in=["schedule", "backfill"]),
                 name="run_unique_fire",
+            ),
+            # One waiting run per task and key: two racing calls with one key cannot both
+            # insert (services.unique_calls).
+            models.UniqueConstraint(
+                fields=["task", "unique_key"],
+                condition=models.Q(status__in=["pending", "queued"]) & ~models.Q(unique_key=""),
+                name="run_unique_waiting_key",
             ),
         ]
         indexes = [
@@ -605,6 +649,13 @@ class Run(StatusGuarded):
                 name="run_finished_idx",
                 condition=models.Q(finished_at__isnull=False),
             ),
+            # A key's latest run, whatever became of it: a unique call's window
+            # (Task.unique_for_seconds) looks back through it.
+            models.Index(
+                fields=["task", "unique_key", "-created_at"],
+                name="run_unique_key_idx",
+                condition=~models.Q(unique_key=""),
+            ),
             # A run's later attempts (its attempts page, retention unlinking them).
             models.Index(
                 fields=["first_attempt"],
@@ -612,6 +663,10 @@ class Run(StatusGuarded):
                 condition=models.Q(first_attempt__isnull=False),
             ),
         ]
+
+    # Not a column: true on the run a keyed call got instead of a new one (the run that
+    # already held its key: services.unique_calls).
+    deduplicated: bool = False
 
     def __str__(self) -> str:
         return f"{self.task_id} run {self.id}"

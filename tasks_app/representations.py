@@ -149,6 +149,15 @@ class RunOutputSerializer(serializers.Serializer):
     priority = serializers.IntegerField(
         source="priority_level", help_text="0 (last) to 9 (first): its own, or its task's."
     )
+    unique_key = serializers.CharField(
+        help_text="The uniqueness key of the call that made this run (docs/flow-control.md); "
+        "blank: none."
+    )
+    deduplicated = serializers.BooleanField(
+        read_only=True,
+        help_text="True when a call answered with this run instead of a new one: a run "
+        "with its unique_key was still waiting.",
+    )
     output = serializers.CharField(help_text="At most 64 KiB; see 'truncated'.")
     truncated = serializers.BooleanField()
     error = serializers.CharField(help_text="Message and traceback of a failed attempt.")

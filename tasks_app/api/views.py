@@ -363,15 +363,20 @@ class TaskExecuteView(ApiView):
                 request_only=True,
             ),
         ],
-        responses={202: RunOutputSerializer, **errors(*BODY_ERRORS, 404)},
+        responses={
+            202: RunOutputSerializer,
+            200: OpenApiResponse(
+                RunOutputSerializer,
+                description="The run that already held the call's unique_key (nothing new).",
+            ),
+            **errors(*BODY_ERRORS, 404),
+        },
     )
     def post(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
         body = self.body(RunNowSerializer)
-        run = services.task_execute(
-            task=task, trigger=Trigger.API, by=self.by, payload=body.get("payload")
-        )
-        return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        run = services.task_execute(task=task, trigger=Trigger.API, by=self.by, **body)
+        return _made(run)
 
 
 @extend_schema(parameters=[TASK_ID])
@@ -407,7 +412,14 @@ class TaskScheduleView(ApiView):
             task = services.task_update(task=task, data=data, by=self.by)
             return Response(TaskOutputSerializer(task).data, status=status.HTTP_202_ACCEPTED)
         run = services.task_schedule_once(task=task, by=self.by, **data)
-        return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        return _made(run)
+
+
+def _made(run: Run) -> Response:
+    """A call's run: 202 for a new one, 200 for the run that already held the call's
+    unique key (``deduplicated``: nothing new was made)."""
+    made = status.HTTP_200_OK if run.deduplicated else status.HTTP_202_ACCEPTED
+    return Response(RunOutputSerializer(run).data, status=made)
 
 
 @extend_schema(parameters=[TASK_ID])

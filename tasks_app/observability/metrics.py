@@ -29,6 +29,10 @@ each see a slice. Instead every figure is read at scrape time from the shared st
   ``tasks_queue_waiting_runs{queue}``: runs waiting on it (pending or queued), for every
   configured or paused queue (0 included).
 - ``tasks_tasks{status}``, ``tasks_paused``, ``tasks_alarms``.
+- ``tasks_unique_calls_total{outcome}``: unique calls (docs/flow-control.md) that got a
+  waiting run instead of a new one (``deduplicated``) or replaced one (``replaced``),
+  counted in the cache by the process that made the call (``services.unique_calls``);
+  absent while the cache is unreachable, and back to 0 if the cache is emptied.
 
 Access: a request carrying ``Authorization: Bearer <TASKS_METRICS_TOKEN>`` (when that setting
 is non-empty), or one whose address lies in ``TASKS_METRICS_ALLOWED_NETWORKS`` (CIDRs, default
@@ -61,6 +65,7 @@ from ..cache_keys import cache_key
 from ..client_address import client_ip
 from ..conf import app_settings, default_queue
 from ..models import Run, RunStatus, TaskState, TaskStatus, run_queue
+from ..services.unique_calls import counts as unique_call_counts
 from . import health
 
 log = logging.getLogger(__name__)
@@ -124,6 +129,23 @@ class TasksCollector:
         yield from self._queues()
         yield from self._tasks()
         yield from self._beat()
+        yield from self._unique_calls()
+
+    def _unique_calls(self) -> Iterator[Metric]:
+        try:
+            counted = unique_call_counts()
+        except Exception:
+            log.warning("cache unreachable for the unique calls' counts", exc_info=True)
+            return
+        family = CounterMetricFamily(
+            "tasks_unique_calls",
+            "Calls with a unique key that got the waiting run with their key (deduplicated) "
+            "or replaced it (replaced).",
+            labels=["outcome"],
+        )
+        for outcome, n in counted.items():
+            family.add_metric([outcome], n)
+        yield family
 
     def _runs(self) -> Iterator[Metric]:
         edges = [b * 1000 for b in LATENESS_BUCKETS]

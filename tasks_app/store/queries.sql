@@ -44,7 +44,8 @@ RETURNING s.task_id;
 -- already queued when it is due within the release horizon (%(horizon_end)s), the task is
 -- not paused (its state row s) and the run's queue is not paused (tasks_app_queuepause), so the caller publishes it at commit without reading it
 -- back. The task's state row is written only when its status or next_run_at changes (most
--- enqueues of a busy function change neither). No row when the task is missing; else 1
+-- enqueues of a busy function change neither). No row when the task is missing or its
+-- calls are deduplicated (unique_on: the caller takes services.unique_calls' way); else 1
 -- (the runs inserted, as enqueue_runs answers), the run's status and the task's fields a
 -- message needs (store.MESSAGE_TASK_FIELDS).
 WITH created AS (
@@ -52,7 +53,7 @@ WITH created AS (
     SELECT {enqueued_run_values}
       FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id
      WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
-       AND t.payload->>'task' = %(path)s::text
+       AND t.payload->>'task' = %(path)s::text AND t.unique_on = ''
     RETURNING task_id, due_at, status
 ), moved AS (
     UPDATE tasks_app_taskstate AS s
@@ -84,7 +85,7 @@ WITH created AS (
            JOIN jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS p(payload, n)
            USING (n)
      WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
-       AND t.payload->>'task' = %(path)s::text
+       AND t.payload->>'task' = %(path)s::text AND t.unique_on = ''
     RETURNING task_id, due_at, status
 ), arrived AS (
     SELECT task_id, min(due_at) AS due_at, min(status) AS status, count(*) AS n
@@ -103,6 +104,39 @@ WITH created AS (
 )
 SELECT c.n, c.status, {message_task_fields:t}
   FROM arrived AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
+
+-- name: lock_unique_key
+-- Inside the caller's transaction: the key %(key)s of task %(task_id)s held until it ends,
+-- so the calls with one key decide one after another, each seeing what the one before it
+-- wrote (services.unique_calls). run_unique_waiting_key refuses a second waiting run with
+-- the key whatever happens; the lock makes the second call find the first's run instead
+-- of failing, and guards a window, which no index can.
+SELECT pg_advisory_xact_lock(
+    hashtextextended('unique:' || %(task_id)s::text || ':' || %(key)s::text, 0));
+
+-- name: unique_holder
+-- The run holding key %(key)s of task %(task_id)s: its waiting run (pending or queued),
+-- else, with a window (%(since)s not NULL), its latest run made since then whatever became
+-- of it. Returns its id and whether it waits; nothing when the key is free. Read through
+-- run_unique_key_idx.
+SELECT id, status IN ('pending', 'queued')
+  FROM tasks_app_run
+ WHERE task_id = %(task_id)s::varchar AND unique_key = %(key)s::varchar
+   AND (status IN ('pending', 'queued') OR created_at >= %(since)s::timestamptz)
+ ORDER BY status IN ('pending', 'queued') DESC, created_at DESC
+ LIMIT 1;
+
+-- name: replace_run
+-- pending/queued -> cancelled: a waiting run replaced by a newer call with its key (debounce),
+-- its error naming the run that replaced it, %(by_run)s. A message already published for it
+-- finds it cancelled and is dropped (claim_run: not_queued). Returns its task id, or
+-- nothing if it had started meanwhile.
+UPDATE tasks_app_run
+   SET status = 'cancelled', finished_at = %(now)s,
+       error = 'cancelled: replaced by run ' || %(by_run)s::text
+ WHERE id = %(run_id)s
+   AND (status IS NOT DISTINCT FROM 'pending' OR status IS NOT DISTINCT FROM 'queued')
+RETURNING task_id;
 
 -- name: insert_runs
 -- Runs written whole by the caller (beat's fires, some already queued at the tick; a
