@@ -44,6 +44,10 @@ from .validation import (
     NUMERIC_BOUNDS,
     TASK_ID_MAX_LENGTH,
     TASK_ID_PATTERN,
+    UNIQUE_KEY_MAX_LENGTH,
+    UNIQUE_ON_MAX_LENGTH,
+    UNIQUE_ON_PATTERN,
+    UNIQUE_ON_RULE,
     check_storable,
     flow_key_validator,
     rate_validator,
@@ -298,6 +302,29 @@ class Task(models.Model):
         db_default="",
         validators=[rate_validator],
         help_text="The same per key (needs flow_key).",
+    # Unique calls (docs/flow-control.md): a call of this task whose key is already held by
+    # a waiting run returns that run (or, with debounce, replaces it).
+    unique_on = models.CharField(
+        max_length=UNIQUE_ON_MAX_LENGTH,
+        validators=[RegexValidator(UNIQUE_ON_PATTERN, UNIQUE_ON_RULE)],
+        blank=True,
+        default="",
+        db_default="",
+        help_text="Blank: calls are not deduplicated; a keyword argument or payload field "
+        "whose value is a call's key; '*': the whole call's arguments.",
+    )
+    unique_for_seconds = models.PositiveIntegerField(
+        default=0,
+        db_default=0,
+        validators=bounded("unique_for_seconds"),
+        help_text="0: a key is held while its run waits. N: also for N seconds after the "
+        "call that made the run; with debounce, a run waits N seconds after the newest call.",
+    )
+    debounce = models.BooleanField(
+        default=False,
+        db_default=False,
+        help_text="A call with the key of a waiting run replaces that run (the newest call "
+        "wins) instead of returning it.",
     )
     # The module that declares this task (``TASKS_SCHEDULES_MODULE``, written by
     # ``manage.py tasks sync``): its definition is then read-only everywhere else; operators
@@ -546,6 +573,16 @@ class Run(StatusGuarded):
         help_text="0 (last) to 9 (first); none: the task's.",
     )
 
+    # The uniqueness key of the call that made this run (blank: none): while the run waits,
+    # another call of its task with the same key gets this run (run_unique_waiting_key).
+    unique_key = models.CharField(
+        max_length=UNIQUE_KEY_MAX_LENGTH,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The key of the call that made this run; blank: none.",
+    )
+
     output = models.TextField(blank=True)
     truncated = models.BooleanField(default=False)
     error = models.TextField(blank=True)
@@ -559,6 +596,13 @@ class Run(StatusGuarded):
                 fields=["task", "scheduled_for"],
                 condition=models.Q(trigger__in=["schedule", "backfill"]),
                 name="run_unique_fire",
+            ),
+            # One waiting run per task and key: two racing calls with one key cannot both
+            # insert (services.unique_calls).
+            models.UniqueConstraint(
+                fields=["task", "unique_key"],
+                condition=models.Q(status__in=["pending", "queued"]) & ~models.Q(unique_key=""),
+                name="run_unique_waiting_key",
             ),
         ]
         indexes = [
@@ -605,6 +649,13 @@ class Run(StatusGuarded):
                 name="run_finished_idx",
                 condition=models.Q(finished_at__isnull=False),
             ),
+            # A key's latest run, whatever became of it: a unique call's window
+            # (Task.unique_for_seconds) looks back through it.
+            models.Index(
+                fields=["task", "unique_key", "-created_at"],
+                name="run_unique_key_idx",
+                condition=~models.Q(unique_key=""),
+            ),
             # A run's later attempts (its attempts page, retention unlinking them).
             models.Index(
                 fields=["first_attempt"],
@@ -615,7 +666,10 @@ class Run(StatusGuarded):
 
     # Not a column: whether runs of its task may wait for its slot (held by flow control), as
     # recording its outcome found (services.run_lifecycle; True when not known).
-    flow_waiting = True
+    flow_waiting: bool = True
+    # Not a column: true on the run a keyed call got instead of a new one (the run that
+    # already held its key: services.unique_calls).
+    deduplicated: bool = False
 
     def __str__(self) -> str:
         return f"{self.task_id} run {self.id}"
@@ -674,6 +728,13 @@ class Run(StatusGuarded):
 def run_queue() -> Coalesce:
     """A run's queue in a query (``Run.queue_name``): its own, or its task's."""
     return Coalesce(NullIf(models.F("queue"), models.Value("")), models.F("task__queue"))
+
+
+def outer_run_queue() -> Coalesce:
+    """:func:`run_queue` of the run in the enclosing query, inside a subquery."""
+    return Coalesce(
+        NullIf(models.OuterRef("queue"), models.Value("")), models.OuterRef("task__queue")
+    )
 
 
 class Still(models.Lookup):  # type: ignore[type-arg]
@@ -746,6 +807,26 @@ class RunTallyMark(models.Model):
 
     def __str__(self) -> str:
         return f"runs finished before {self.through.isoformat()}"
+
+
+class QueuePause(models.Model):
+    """A paused queue: while its row exists, no run of that queue starts (the release does
+    not publish them, the claim refuses a message that arrives), and none is lost: they wait
+    ``pending`` with their due instant kept. Written and deleted by the services only
+    (``services.queue_pause``, ``services.queue_resume``); the row is the pause, read by the
+    statements that publish and claim runs (``tasks_app/store/queries.sql``)."""
+
+    queue = models.CharField(primary_key=True, max_length=100)
+    paused_at = models.DateTimeField()
+    paused_by = models.CharField(max_length=150, blank=True, default="")
+    note = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["queue"]
+        verbose_name = "paused queue"
+
+    def __str__(self) -> str:
+        return f"queue {self.queue} paused"
 
 
 class TaskAuditEntry(models.Model):

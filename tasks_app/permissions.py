@@ -56,6 +56,10 @@ OPERATION_PERMISSIONS: dict[str, list[str]] = {
     "retry": ["view_run", "add_run"],
     "prune": ["view_run", "delete_run"],
     "overview": ["view_task", "view_run"],
+    # A queue's pause stops every task on it: the pause row's own model permissions.
+    "queues": ["view_queuepause"],
+    "pause-queue": ["view_queuepause", "add_queuepause"],
+    "resume-queue": ["view_queuepause", "delete_queuepause"],
 }
 # A write that also creates runs (a delay, a schedule set or changed) needs this besides.
 RUN_PERMISSION = "add_run"

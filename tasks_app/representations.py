@@ -1,4 +1,4 @@
-"""How a task and a run are written out as JSON: the REST API's responses and
+"""How a task, a run and a queue are written out as JSON: the REST API's responses and
 ``manage.py tasks --json`` (one shape for both; DRF serializers, so the OpenAPI document
 describes them)."""
 
@@ -149,6 +149,15 @@ class RunOutputSerializer(serializers.Serializer):
     priority = serializers.IntegerField(
         source="priority_level", help_text="0 (last) to 9 (first): its own, or its task's."
     )
+    unique_key = serializers.CharField(
+        help_text="The uniqueness key of the call that made this run (docs/flow-control.md); "
+        "blank: none."
+    )
+    deduplicated = serializers.BooleanField(
+        read_only=True,
+        help_text="True when a call answered with this run instead of a new one: a run "
+        "with its unique_key was still waiting.",
+    )
     output = serializers.CharField(help_text="At most 64 KiB; see 'truncated'.")
     truncated = serializers.BooleanField()
     error = serializers.CharField(help_text="Message and traceback of a failed attempt.")
@@ -226,3 +235,20 @@ class TaskCreatedSerializer(TaskOutputSerializer):
     def get_run(self, task: Task) -> dict[str, Any] | None:
         run = self.context.get("run")
         return None if run is None else dict(RunOutputSerializer(run).data)
+
+
+class QueueSerializer(serializers.Serializer):
+    """A queue (``selectors.QueueState``)."""
+
+    name = serializers.CharField()
+    paused = serializers.BooleanField()
+    paused_at = serializers.DateTimeField(allow_null=True, help_text="When it was paused.")
+    paused_by = serializers.CharField(
+        allow_blank=True, help_text="Who paused it ('' when not paused)."
+    )
+    note = serializers.CharField(
+        allow_blank=True, help_text="Why it is paused ('' when not paused)."
+    )
+    waiting_runs = serializers.IntegerField(
+        source="waiting", help_text="Runs waiting on it (pending or queued)."
+    )

@@ -77,7 +77,23 @@ NUMERIC_BOUNDS: dict[str, Bounds] = {
     "keep_runs_count": Bounds(1, MAX_INTEGER, "an integer column"),
     "concurrency_limit": Bounds(1, 100_000, "runs at once"),
     "concurrency_limit_per_key": Bounds(1, 100_000, "runs at once"),
+    "unique_for_seconds": Bounds(0, MAX_DURATION_SECONDS, "366 days"),
 }
+
+# Unique calls (docs/flow-control.md): a call's key, what a task's policy names as its key,
+# and what a call does when the key is held by a waiting run.
+UNIQUE_KEY_MAX_LENGTH = 200
+UNIQUE_ON_MAX_LENGTH = 100
+UNIQUE_ON_WHOLE_CALL = "*"
+ON_DUPLICATE_RETURN = "return"
+ON_DUPLICATE_REPLACE = "replace"
+ON_DUPLICATE_CHOICES = (ON_DUPLICATE_RETURN, ON_DUPLICATE_REPLACE)
+UNIQUE_ON_PATTERN = r"^(\*|[A-Za-z_][A-Za-z0-9_]*)$"
+NEEDS_UNIQUE_ON = "needs unique_on: without it the task's calls have no key"
+UNIQUE_ON_RULE = (
+    "must be blank, '*' (the whole call's arguments) or the name of a keyword argument "
+    "or payload field (letters, digits and '_', not starting with a digit)"
+)
 
 
 def bounds_validators(name: str) -> list[MinValueValidator | MaxValueValidator]:
@@ -503,3 +519,35 @@ def _too_deep(text: str) -> tuple[bool, str | None]:
             elif char in "}]":
                 depth -= 1
     return False, None
+
+
+def check_unique_key(key: Any, *, field: str = "unique_key") -> str:
+    """A call's uniqueness key: text of 1 to ``UNIQUE_KEY_MAX_LENGTH`` characters that
+    Postgres stores. ``ValidationError`` on ``field`` otherwise."""
+    if not isinstance(key, str) or not key:
+        raise ValidationError({field: ["must be a non-empty text"]})
+    if len(key) > UNIQUE_KEY_MAX_LENGTH:
+        raise ValidationError(
+            {field: [f"must be at most {UNIQUE_KEY_MAX_LENGTH} characters (it has {len(key)})"]}
+        )
+    check_text(key, field=field)
+    return key
+
+
+def check_unique_for(seconds: Any, *, field: str = "unique_for_seconds") -> int:
+    """A key's window in whole seconds, within ``NUMERIC_BOUNDS["unique_for_seconds"]``."""
+    bounds = NUMERIC_BOUNDS["unique_for_seconds"]
+    if isinstance(seconds, bool) or not isinstance(seconds, int):
+        raise ValidationError({field: ["must be a whole number of seconds"]})
+    if not bounds.low <= seconds <= bounds.high:
+        raise ValidationError({field: [between(bounds.low, bounds.high)]})
+    return seconds
+
+
+def check_on_duplicate(value: Any, *, field: str = "on_duplicate") -> str:
+    """What a call does when its key is held: ``return`` or ``replace``."""
+    if value not in ON_DUPLICATE_CHOICES:
+        raise ValidationError(
+            {field: [f"must be one of {', '.join(ON_DUPLICATE_CHOICES)} (got {value!r})"]}
+        )
+    return str(value)

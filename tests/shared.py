@@ -57,6 +57,8 @@ def form(**overrides: str) -> dict[str, str]:
         "max_runs": "",
         "pause_after_failures": "",
         "alert_after_seconds": "",
+        "unique_on": "",
+        "unique_for_seconds": "0",
     }
     data.update(overrides)
     return data

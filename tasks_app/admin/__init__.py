@@ -10,6 +10,8 @@
 - **Overview** (``/admin/overview/``, linked beside the user's links on the app's pages, and
   as "View site" under ``TASKS_ADMIN_BRANDING``): see ``views``, which also holds the presentation rules (instants to the second in UTC,
   durations, badges, what "Next run" is).
+- **Paused queues** (``queues``): each paused queue with its note and waiting runs; *Add*
+  pauses one, *Resume* releases its runs.
 - **Site**: the project's admin is left as it is; ``TASKS_ADMIN_BRANDING`` gives it the
   product's header and "View site", and the product's section first on the index. The app's
   own pages carry its styles and the Overview / API docs links (its templates).
@@ -27,6 +29,6 @@ data), ``lists`` (what the long lists share; their paginator is
 ``tasks_app.selectors.paging``, the API's too).
 """
 
-from . import periodic, runs, site, tasks, tokens
+from . import periodic, queues, runs, site, tasks, tokens
 
-__all__ = ["periodic", "runs", "site", "tasks", "tokens"]
+__all__ = ["periodic", "queues", "runs", "site", "tasks", "tokens"]

@@ -4,7 +4,8 @@ Every figure is aggregated in SQL with a fixed number of queries over bounded wi
 last hour or day of due instants, read through ``run_due_idx``; a task's runs through
 ``run_task_due_idx``), so the page costs the same with 100,000 runs or 20,000,000: counts by
 status, runs per minute by status, start lateness percentiles per minute (Postgres'
-``percentile_cont``), failing and paused tasks, and missed-run alarms. Health comes from
+``percentile_cont``), failing and paused tasks, paused queues with the runs waiting in each,
+and missed-run alarms. Health comes from
 ``tasks_app.observability.health``, cached briefly so a busy page does not ping the broker on every load.
 """
 
@@ -60,6 +61,7 @@ class Overview:
     lateness: list[MinuteLateness]
     failing: list[dict[str, Any]]
     paused: list[dict[str, Any]]
+    paused_queues: list[selectors.QueueState]
     alarms: list[dict[str, Any]]
     held: list[tuple[str, str, int]] = field(default_factory=list)
     health: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -82,6 +84,7 @@ def overview_get(*, now: datetime | None = None, with_health: bool = True) -> Ov
         lateness=lateness_per_minute(now=now),
         failing=failing_tasks(),
         paused=paused_tasks(),
+        paused_queues=[q for q in selectors.queue_list() if q.paused],
         alarms=alarm_tasks(),
         held=selectors.runs_held(),
         health=health_get() if with_health else {},

@@ -75,6 +75,7 @@ class RunAdmin(SelectionCheckbox, admin.ModelAdmin):
         "outcome",
         "trigger",
         "requested_by",
+        "unique_key",
         "made_with_action",
         "call",
         "queue_and_priority",

@@ -14,7 +14,7 @@ from ..conf import app_settings
 
 PRODUCT = "Scheduled tasks"
 # The product's own models first on the index and in the sidebar, in this order.
-MODEL_ORDER = {"Task": 0, "Run": 1, "TaskAuditEntry": 2}
+MODEL_ORDER = {"Task": 0, "Run": 1, "QueuePause": 2, "TaskAuditEntry": 3}
 
 
 class _OverviewUrl:

@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from .. import permissions, secret_fields, services, validation
+from .. import permissions, secret_fields, selectors, services, validation
 from ..models import (
     Run,
     Task,
@@ -39,9 +39,17 @@ def _run_link(run: Run, url: str) -> SafeString:
 
 
 def _run_now_state(run: Run) -> SafeString:
-    """What Run now did, as it is: a run is queued (published) or still pending, not started."""
+    """What Run now did, as it is: a run is queued (published) or still pending, not started;
+    or no new run, the call's unique key being held by a waiting one."""
+    if run.deduplicated:
+        return format_html("already holds the key {} ({}): no new run.", run.unique_key, run.status)
     if run.status == "queued":
         return format_html("is queued (due {}): a worker starts it next.", instant(run.due_at))
+    if run.status == "pending" and run.queue_name in selectors.paused_queues():
+        return format_html(
+            "is pending: its queue {} is paused; it starts once the queue is resumed.",
+            run.queue_name,
+        )
     if run.status == "pending":
         return format_html("is pending: it is published when due ({}).", instant(run.due_at))
     return format_html("is {}.", run.status)
@@ -58,6 +66,24 @@ def _posted_payload(request: HttpRequest) -> Any:
     if text is None:
         return None
     return validation.parse_json(text, field="payload")
+
+
+def _posted_unique(request: HttpRequest) -> dict[str, Any]:
+    """The unique key of "Run now with…" (blank fields: not given), as the service takes it
+    (it checks and words the rest)."""
+    given: dict[str, Any] = {}
+    if key := request.POST.get("unique_key", ""):
+        given["unique_key"] = key
+    if seconds := request.POST.get("unique_for_seconds", "").strip():
+        try:
+            given["unique_for_seconds"] = int(seconds)
+        except ValueError:
+            raise ValidationError(
+                {"unique_for_seconds": ["must be a whole number of seconds"]}
+            ) from None
+    if on_duplicate := request.POST.get("on_duplicate", ""):
+        given["on_duplicate"] = on_duplicate
+    return given
 
 
 @admin.register(Task)
@@ -324,7 +350,11 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
         try:
             payload = _posted_payload(request)
             run = services.task_execute(
-                task=task, trigger=Trigger.ADMIN, by=request.user, payload=payload
+                task=task,
+                trigger=Trigger.ADMIN,
+                by=request.user,
+                payload=payload,
+                **_posted_unique(request),
             )
         except PermissionDenied as exc:
             self._refused(request, task, exc)

@@ -188,7 +188,51 @@ class TaskCreateSerializer(TaskFieldsSerializer):
         return attrs
 
 
-class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
+class UniqueCallSerializer(serializers.Serializer):
+    """A call's uniqueness key (docs/flow-control.md); the service checks it again
+    (``services.unique_calls.unique_call``) in the same words."""
+
+    _for = validation.NUMERIC_BOUNDS["unique_for_seconds"]
+    unique_key = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        max_length=validation.UNIQUE_KEY_MAX_LENGTH,
+        error_messages={
+            "blank": "must be a non-empty text",
+            "max_length": f"must be at most {validation.UNIQUE_KEY_MAX_LENGTH} characters",
+        },
+        help_text="While a run of the task made with this key waits, this call gets that "
+        "run (200, deduplicated true) instead of a new one (202), or replaces it "
+        "(on_duplicate 'replace'). Unset: the task's unique_on policy, if any.",
+    )
+    unique_for_seconds = serializers.IntegerField(
+        required=False,
+        min_value=_for.low,
+        max_value=_for.high,
+        error_messages={
+            "min_value": validation.between(_for.low, _for.high),
+            "max_value": validation.between(_for.low, _for.high),
+        },
+        help_text="With 'return': the key is also held this many seconds after the call that "
+        "made its run, whatever became of it. With 'replace' (debounce): the new run is due "
+        "no sooner than this many seconds after the call. Default 0.",
+    )
+    on_duplicate = serializers.ChoiceField(
+        required=False,
+        choices=validation.ON_DUPLICATE_CHOICES,
+        error_messages={
+            "invalid_choice": "must be one of "
+            + ", ".join(validation.ON_DUPLICATE_CHOICES)
+            + " (got '{input}')"
+        },
+        help_text="'return' (default): get the waiting run; 'replace': cancel it (its error "
+        "names the new run) and make a new run.",
+    )
+
+    UNIQUE_FIELDS = ("unique_key", "unique_for_seconds", "on_duplicate")
+
+
+class ScheduleSerializer(StrictSerializerMixin, UniqueCallSerializer):
     """Either one run (``delay_seconds`` or ``run_at``, optional expiry) or a recurring
     schedule (``schedule_type`` ``interval``/``cron`` with its fields)."""
 
@@ -209,7 +253,13 @@ class ScheduleSerializer(StrictSerializerMixin, serializers.Serializer):
     start_at = AwareDateTimeField(required=False, allow_null=True)
     end_at = AwareDateTimeField(required=False, allow_null=True)
 
-    ONE_OFF = ("delay_seconds", "run_at", "expires_in_seconds", "expires_at")
+    ONE_OFF = (
+        "delay_seconds",
+        "run_at",
+        "expires_in_seconds",
+        "expires_at",
+        *UniqueCallSerializer.UNIQUE_FIELDS,
+    )
     RECURRING = ("schedule_type", "interval_seconds", "cron", "timezone", "start_at", "end_at")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -245,7 +295,7 @@ class PauseSerializer(StrictSerializerMixin, serializers.Serializer):
     )
 
 
-class RunNowSerializer(StrictSerializerMixin, serializers.Serializer):
+class RunNowSerializer(StrictSerializerMixin, UniqueCallSerializer):
     """Run the task now; with ``payload``, with that payload instead of the task's."""
 
     payload = JSONObjectField(
@@ -257,6 +307,17 @@ class RunNowSerializer(StrictSerializerMixin, serializers.Serializer):
 
 class EmptySerializer(StrictSerializerMixin, serializers.Serializer):
     pass
+
+
+class QueuePauseSerializer(StrictSerializerMixin, serializers.Serializer):
+    note = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=validation.PAUSE_NOTE_MAX_LENGTH,
+        error_messages={"max_length": validation.PAUSE_NOTE_TOO_LONG},
+        help_text="Why the queue is paused (optional; shown on the overview).",
+    )
 
 
 class BackfillSerializer(StrictSerializerMixin, serializers.Serializer):

@@ -38,6 +38,9 @@ urlpatterns: list[URLPattern] = [
     path("runs/<str:run_id>", views.RunDetailView.as_view(), name="api-run"),
     path("runs/<str:run_id>/cancel", views.RunCancelView.as_view(), name="api-run-cancel"),
     path("runs/<str:run_id>/retry", views.RunRetryView.as_view(), name="api-run-retry"),
+    path("queues", views.QueueListView.as_view(), name="api-queues"),
+    path("queues/<str:queue>/pause", views.QueuePauseView.as_view(), name="api-queue-pause"),
+    path("queues/<str:queue>/resume", views.QueueResumeView.as_view(), name="api-queue-resume"),
     path(
         "schema",
         SchemaView.as_view(generator_class=LinkedSchemaGenerator, **SIGNED_IN),

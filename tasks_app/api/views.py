@@ -36,6 +36,7 @@ from .. import actions, permissions, selectors, services
 from ..models import Run, RunStatus, Task, Trigger
 from ..observability import health
 from ..representations import (
+    QueueSerializer,
     RunDetailSerializer,
     RunOutputSerializer,
     TaskCreatedSerializer,
@@ -56,6 +57,7 @@ from .serializers import (
     PauseSerializer,
     PreviewQuerySerializer,
     PreviewSerializer,
+    QueuePauseSerializer,
     RunFilterSerializer,
     RunNowSerializer,
     ScheduleSerializer,
@@ -361,15 +363,20 @@ class TaskExecuteView(ApiView):
                 request_only=True,
             ),
         ],
-        responses={202: RunOutputSerializer, **errors(*BODY_ERRORS, 404)},
+        responses={
+            202: RunOutputSerializer,
+            200: OpenApiResponse(
+                RunOutputSerializer,
+                description="The run that already held the call's unique_key (nothing new).",
+            ),
+            **errors(*BODY_ERRORS, 404),
+        },
     )
     def post(self, request: Request, task_id: str) -> Response:
         task = self.task(task_id)
         body = self.body(RunNowSerializer)
-        run = services.task_execute(
-            task=task, trigger=Trigger.API, by=self.by, payload=body.get("payload")
-        )
-        return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        run = services.task_execute(task=task, trigger=Trigger.API, by=self.by, **body)
+        return _made(run)
 
 
 @extend_schema(parameters=[TASK_ID])
@@ -405,7 +412,14 @@ class TaskScheduleView(ApiView):
             task = services.task_update(task=task, data=data, by=self.by)
             return Response(TaskOutputSerializer(task).data, status=status.HTTP_202_ACCEPTED)
         run = services.task_schedule_once(task=task, by=self.by, **data)
-        return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+        return _made(run)
+
+
+def _made(run: Run) -> Response:
+    """A call's run: 202 for a new one, 200 for the run that already held the call's
+    unique key (``deduplicated``: nothing new was made)."""
+    made = status.HTTP_200_OK if run.deduplicated else status.HTTP_202_ACCEPTED
+    return Response(RunOutputSerializer(run).data, status=made)
 
 
 @extend_schema(parameters=[TASK_ID])
@@ -584,6 +598,62 @@ class RunRetryView(ApiView):
     def post(self, request: Request, run_id: str) -> Response:
         run = services.run_retry(run=self.run(run_id), by=self.by)
         return Response(RunOutputSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+# -- queues --------------------------------------------------------------------------------
+
+QUEUE = OpenApiParameter(
+    "queue",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description="The queue's name: one of TASKS_QUEUES (anything else is a 400 naming queue).",
+)
+
+
+class QueueListView(ApiView):
+    operations = {"GET": "queues"}
+
+    @extend_schema(
+        summary="Queues: paused or not, and the runs waiting on each",
+        responses={200: QueueSerializer(many=True), **errors(404)},
+    )
+    def get(self, request: Request) -> Response:
+        return self.page(selectors.queue_list(), QueueSerializer)
+
+
+def _queue(name: str) -> Any:
+    return QueueSerializer(selectors.queue_state(name)).data
+
+
+@extend_schema(parameters=[QUEUE])
+class QueuePauseView(ApiView):
+    operations = {"POST": "pause-queue"}
+
+    @extend_schema(
+        operation_id="queues_pause",
+        summary="Pause a queue: none of its runs starts, none is lost, until it is resumed",
+        request=QueuePauseSerializer,
+        responses={200: QueueSerializer, **errors(*BODY_ERRORS, 404)},
+    )
+    def post(self, request: Request, queue: str) -> Response:
+        data = self.body(QueuePauseSerializer)
+        pause = services.queue_pause(queue=queue, note=data["note"], by=self.by)
+        return Response(_queue(pause.queue))
+
+
+@extend_schema(parameters=[QUEUE])
+class QueueResumeView(ApiView):
+    operations = {"POST": "resume-queue"}
+
+    @extend_schema(
+        operation_id="queues_resume",
+        summary="Resume a queue: its waiting runs are released at once, earliest due first",
+        request=None,
+        responses={200: QueueSerializer, **errors(404)},
+    )
+    def post(self, request: Request, queue: str) -> Response:
+        services.queue_resume(queue=queue, by=self.by)
+        return Response(_queue(queue.strip()))
 
 
 def _default(name: str) -> Any:

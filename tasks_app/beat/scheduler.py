@@ -44,7 +44,7 @@ from django.db.models import Case, Value, When
 from django_celery_beat.models import CrontabSchedule
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
-from .. import clock, services
+from .. import clock, selectors, services
 from ..conf import app_settings
 from ..observability import health, metrics
 from . import leadership, prune_thread, sweep
@@ -122,6 +122,7 @@ class TaskScheduler(DatabaseScheduler):
         self._next_release = 0.0
         self._next_change_check = 0.0
         self._first_pass = False
+        self._paused_queues: frozenset[str] | None = None  # as last logged
         super().__init__(*args, **kwargs)
 
     def enabled_models_qs(self) -> Any:
@@ -208,6 +209,7 @@ class TaskScheduler(DatabaseScheduler):
         released += self._step("flow control", services.flow_admit, now=now) or 0
         self._step("planning ahead", self.fire_ahead.plan, now=now)
         self._step("alarms", services.alarms_check, now=now)
+        self._step("paused queues", self._log_paused_queues)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.
         prune_thread.keep_pruning()  # old runs deleted from a thread of its own while leading
         metrics.beat_tick_record(duration_seconds=time.perf_counter() - started)
@@ -228,6 +230,20 @@ class TaskScheduler(DatabaseScheduler):
                 released,
                 (time.perf_counter() - started) * 1000,
             )
+
+    def _log_paused_queues(self) -> None:
+        """One line when the set of paused queues changes (read each leader pass: one tiny
+        query), so beat's log says when runs of a queue started waiting and when they went
+        on. The first pass logs the queues already paused."""
+        paused = frozenset(selectors.paused_queues())
+        if paused == self._paused_queues:
+            return
+        if paused or self._paused_queues is not None:
+            log.warning(
+                "paused queues: %s (their runs wait until resumed)",
+                ", ".join(sorted(paused)) or "none",
+            )
+        self._paused_queues = paused
 
     @staticmethod
     def _step(name: str, step: Callable[..., T], **kwargs: Any) -> T | None:

@@ -72,9 +72,7 @@ class CeleryRunBackend(BaseTaskBackend):
             run = django_task_enqueue(path=task.module_path, args=args, kwargs=kwargs, **_how(task))
         except ValidationError as exc:
             raise InvalidTask(_one_line(exc)) from exc
-        result = enqueued_result(run, task=task, backend=self.alias)
-        task_enqueued.send(type(self), task_result=result)
-        return result
+        return self._result(run, task)
 
     def enqueue_many(
         self, task: Any, calls: Iterable[tuple[Iterable[Any], Mapping[str, Any]]]
@@ -88,10 +86,7 @@ class CeleryRunBackend(BaseTaskBackend):
         checked = [_call(task, args, kwargs) for args, kwargs in calls]
 
         def results(runs: list[Any]) -> list[Any]:
-            made = [enqueued_result(run, task=task, backend=self.alias) for run in runs]
-            for result in made:
-                task_enqueued.send(type(self), task_result=result)
-            return made
+            return [self._result(run, task) for run in runs]
 
         try:
             return django_task_enqueue_many(
@@ -99,6 +94,16 @@ class CeleryRunBackend(BaseTaskBackend):
             )
         except ValidationError as exc:
             raise InvalidTask(_one_line(exc)) from exc
+
+    def _result(self, run: Run, task: Any) -> Any:
+        """The ``TaskResult`` of an enqueue: of the new run (``task_enqueued`` sent), or,
+        for a call deduplicated by its function's policy (docs/flow-control.md), of the run
+        that already held its key, read as it is now (no signal: nothing was enqueued)."""
+        if run.deduplicated:
+            return task_result(run, task=task, backend=self.alias)
+        result = enqueued_result(run, task=task, backend=self.alias)
+        task_enqueued.send(type(self), task_result=result)
+        return result
 
     def get_result(self, result_id: str) -> Any:
         """The run ``result_id`` and its later attempts as a ``TaskResult``;

@@ -25,7 +25,14 @@ each see a slice. Instead every figure is read at scrape time from the shared st
   (``tasks_app.clock``; beat and workers record theirs in the cache, this process reads its
   own); ``tasks_cache_up``: 1, or 0 when the cache could not be reached (the scrape still answers
   200, those two unknown).
+- ``tasks_queue_paused{queue}``: 1 while the queue is paused (docs/flow-control.md), else 0;
+  ``tasks_queue_waiting_runs{queue}``: runs waiting on it (pending or queued), for every
+  configured or paused queue (0 included).
 - ``tasks_tasks{status}``, ``tasks_paused``, ``tasks_alarms``.
+- ``tasks_unique_calls_total{outcome}``: unique calls (docs/flow-control.md) that got a
+  waiting run instead of a new one (``deduplicated``) or replaced one (``replaced``),
+  counted in the cache by the process that made the call (``services.unique_calls``);
+  absent while the cache is unreachable, and back to 0 if the cache is emptied.
 
 Access: a request carrying ``Authorization: Bearer <TASKS_METRICS_TOKEN>`` (when that setting
 is non-empty), or one whose address lies in ``TASKS_METRICS_ALLOWED_NETWORKS`` (CIDRs, default
@@ -53,11 +60,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .. import clock, selectors, services
+from .. import clock, selectors, services, validation
 from ..cache_keys import cache_key
 from ..client_address import client_ip
 from ..conf import app_settings, default_queue
 from ..models import Run, RunStatus, TaskState, TaskStatus, run_queue
+from ..services.unique_calls import counts as unique_call_counts
 from . import health
 
 log = logging.getLogger(__name__)
@@ -121,6 +129,23 @@ class TasksCollector:
         yield from self._queues()
         yield from self._tasks()
         yield from self._beat()
+        yield from self._unique_calls()
+
+    def _unique_calls(self) -> Iterator[Metric]:
+        try:
+            counted = unique_call_counts()
+        except Exception:
+            log.warning("cache unreachable for the unique calls' counts", exc_info=True)
+            return
+        family = CounterMetricFamily(
+            "tasks_unique_calls",
+            "Calls with a unique key that got the waiting run with their key (deduplicated) "
+            "or replaced it (replaced).",
+            labels=["outcome"],
+        )
+        for outcome, n in counted.items():
+            family.add_metric([outcome], n)
+        yield family
 
     def _runs(self) -> Iterator[Metric]:
         edges = [b * 1000 for b in LATENESS_BUCKETS]
@@ -173,10 +198,13 @@ class TasksCollector:
             .values("status", on_queue=run_queue())
             .annotate(n=Count("id"))
         )
+        waiting: dict[str, int] = {}
         for row in rows:
             queues.add(row["on_queue"])
             depth.add_metric([row["on_queue"], row["status"]], row["n"])
+            waiting[row["on_queue"]] = waiting.get(row["on_queue"], 0) + row["n"]
         yield depth
+        yield from self._pauses(waiting)
         if not self.broker:
             return
         queues.add(default_queue())
@@ -188,6 +216,26 @@ class TasksCollector:
         for name, count in _broker_depths(sorted(queues)).items():
             broker.add_metric([name], count)
         yield broker
+
+    @staticmethod
+    def _pauses(waiting: dict[str, int]) -> Iterator[Metric]:
+        """``tasks_queue_paused{queue}`` (1 paused, 0 not) and
+        ``tasks_queue_waiting_runs{queue}`` for each known queue (``selectors.queue_list``:
+        the configured ones and any paused one), from the depth rows just read."""
+        paused = GaugeMetricFamily(
+            "tasks_queue_paused", "1 while the queue is paused, else 0.", labels=["queue"]
+        )
+        held = GaugeMetricFamily(
+            "tasks_queue_waiting_runs",
+            "Runs waiting on the queue (pending or queued), paused or not.",
+            labels=["queue"],
+        )
+        pauses = selectors.paused_queues()
+        for name in sorted(set(validation.configured_queues()) | pauses):
+            paused.add_metric([name], 1 if name in pauses else 0)
+            held.add_metric([name], waiting.get(name, 0))
+        yield paused
+        yield held
 
     def _tasks(self) -> Iterator[Metric]:
         tasks = GaugeMetricFamily("tasks_tasks", "Tasks by status.", labels=["status"])

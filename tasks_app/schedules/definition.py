@@ -24,7 +24,8 @@ def function_policy(function: Any, /, **fields: Any) -> Schedule:
     """The task of the ``@task`` ``function`` (or its dotted path), the one its enqueues
     run under, with these policies (``max_retries``, ``retry_backoff_seconds``,
     ``timeout_seconds``, ``expires_after_seconds``, ``overlap_policy``, ``queue``,
-    ``priority``, ``pause_after_failures``, ...). Its name and description are those its
+    ``priority``, ``pause_after_failures``, ``unique_on``, ``unique_for_seconds``,
+    ``debounce``, ...). Its name and description are those its
     enqueues give it, unless given here: taking its task over changes only what is declared.
     Declared, it is read-only elsewhere; chosen in code, the function needs no
     ``TASKS_DJANGO_TASKS`` entry."""

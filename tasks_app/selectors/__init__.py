@@ -1,6 +1,7 @@
 """Every read that more than one entry point makes (admin, API, CLI): lists with their
 filters, the schedule preview, dead runs, attempts, alarms. No writes here."""
 
+from .queues import QueueState, paused_queues, queue_list, queue_state, waiting_runs
 from .runs import (
     DEAD_STATUSES,
     OUTCOME_STATUSES,
@@ -33,6 +34,11 @@ from .tasks import (
 
 __all__ = [
     "runs_held",
+    "QueueState",
+    "paused_queues",
+    "queue_list",
+    "queue_state",
+    "waiting_runs",
     "fires_due_per_second",
     "pending_fires_per_second",
     "DEAD_STATUSES",

@@ -11,8 +11,8 @@ task's schedule mirrored: its next fire, its once run and its beat entry), ``run
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
 interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
 (recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
-framework), ``alarms`` (missed-run alarms), ``runs_prune`` (old runs
-deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
+framework), ``alarms`` (missed-run alarms), ``queue_pause`` (a queue paused and resumed),
+``runs_prune`` (old runs deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
 Schedules declared in code are applied by ``tasks_app.schedules`` (``manage.py tasks sync``).
 """
 
@@ -21,6 +21,7 @@ from .duplicate import task_duplicate
 from .errors import ConflictError
 from .firing import schedule_fire_due
 from .flow import flow_admit
+from .queue_pause import queue_pause, queue_resume
 from .retry_policy import retry_delay
 from .run_create import run_create, run_retry
 from .run_lifecycle import (
@@ -54,6 +55,8 @@ from .tasks import (
 
 __all__ = [
     "flow_admit",
+    "queue_pause",
+    "queue_resume",
     "release_fires_ahead",
     "EXECUTE_TASK",
     "OWNED_ENTRY_PREFIX",

@@ -21,8 +21,10 @@ from ..django_tasks.framework import ACTION, function_task_fields, function_task
 from ..models import Run, RunStatus, Task, Trigger
 from .django_task_paths import ENQUEUED_BY
 from .errors import ConflictError
+from .run_create import run_create
 from .run_release import horizon, send_queued
 from .tasks import task_create
+from .unique_calls import policy_call
 
 T = TypeVar("T")
 
@@ -65,7 +67,7 @@ def django_task_enqueue(
     failed publish hands it back to ``pending``, as any release does); later, beat releases
     it in time. ``ValidationError`` names a refused field; nothing is written then.
     """
-    (run,) = _write(
+    (run,), published = _write(
         batch=False,
         path=path,
         calls=[(args, kwargs)],
@@ -74,7 +76,7 @@ def django_task_enqueue(
         run_after=run_after,
         using=using,
     )
-    if run.status == RunStatus.QUEUED:
+    if not published and run.status == RunStatus.QUEUED:
         transaction.on_commit(lambda: send_queued([run], now=clock.now()))
     return run
 
@@ -98,10 +100,15 @@ def django_task_enqueue_many(
     in a thread of its own while ``then`` runs in the caller's: a batch spends most of its
     publish waiting for the broker, and the caller's work for each run need not wait for
     it. The call returns once both are done, every message confirmed (or its run handed
-    back to ``pending``), as a single enqueue does."""
+    back to ``pending``), as a single enqueue does.
+
+    A function whose task deduplicates its calls (``unique_on``) takes the unique calls'
+    way instead (``services.unique_calls``), call after call in one transaction: a call
+    whose key an earlier one of the batch or a waiting run holds gets that run (or, with
+    ``debounce``, replaces it); each new run is published at commit."""
     if not calls:
         return then([])
-    runs = _write(
+    runs, published = _write(
         batch=True,
         path=path,
         calls=calls,
@@ -110,15 +117,15 @@ def django_task_enqueue_many(
         run_after=run_after,
         using=using,
     )
-    if runs[0].status != RunStatus.QUEUED:  # beat releases them in time
+    if published or runs[0].status != RunStatus.QUEUED:  # beat releases them in time
         return then(runs)
     if transaction.get_connection().in_atomic_block:
         transaction.on_commit(lambda: send_queued(runs, now=clock.now()))
         return then(runs)
     with ThreadPoolExecutor(1, thread_name_prefix="enqueue-many") as publisher:
-        published = publisher.submit(_publish_committed, runs)
+        sending = publisher.submit(_publish_committed, runs)
         done = then(runs)
-        published.result()
+        sending.result()
     return done
 
 
@@ -140,7 +147,9 @@ def _write(
     priority: int | None,
     run_after: datetime | None,
     using: dict[str, Any],
-) -> list[Run]:
+) -> tuple[list[Run], bool]:
+    """The runs of ``calls``, and whether they are published at commit already (the unique
+    calls' way) rather than by the caller."""
     now = clock.now()
     due_at = now
     if run_after is not None and run_after > now:
@@ -176,8 +185,12 @@ def _write(
     else:
         params["id"], params["payload"] = ids[0], Jsonb(payloads[0])
     row = store.fetch_one(statement, params)
-    if row is None:  # the function's first enqueue (or its task was deleted)
-        function_task_create(path)
+    if row is None:  # the function's first enqueue, its task deleted, or its calls unique
+        task = function_task_of(path)
+        if task.unique_on:
+            return _unique_write(
+                task, payloads, queue=queue, priority=priority, due_at=due_at
+            ), True
         row = store.fetch_one(statement, params)
         if row is None:
             raise ValidationError({"task": [f"the task of {path} could not be written"]})
@@ -185,7 +198,51 @@ def _write(
     first._state.adding, first._state.db = False, "default"
     if first.status == RunStatus.QUEUED:
         first.queued_at = now
-    return [first, *(_sibling(first, i, p) for i, p in zip(ids[1:], payloads[1:], strict=True))]
+    return [
+        first,
+        *(_sibling(first, i, p) for i, p in zip(ids[1:], payloads[1:], strict=True)),
+    ], False
+
+
+def function_task_of(path: str) -> Task:
+    """The task of the ``@task`` function at ``path``, made if missing (as on its first
+    enqueue); ``ValidationError`` when its id is taken by a task that calls something else."""
+    found = Task.objects.filter(
+        pk=function_task_id(path), action=ACTION, payload__task=path
+    ).first()
+    return found or function_task_create(path)
+
+
+def _unique_write(
+    task: Task,
+    payloads: list[dict[str, Any]],
+    *,
+    queue: str,
+    priority: int | None,
+    due_at: datetime,
+) -> list[Run]:
+    """The runs of calls of a function whose task deduplicates its calls, in the order of
+    ``payloads``, in one transaction: each call keyed by the task's policy
+    (``unique_calls.policy_call``; a call lacking the named argument is not deduplicated) and
+    written by ``run_create`` under its key's lock, so a key repeated within the batch finds
+    its earlier call's run. A duplicate is the run that holds the key (``deduplicated``)."""
+    now = clock.now()
+    with transaction.atomic():
+        return [
+            run_create(
+                task=task,
+                trigger=Trigger.ENQUEUE,
+                due_at=due_at,
+                now=now,
+                unique=policy_call(task, payload),
+                payload=payload,
+                queue=queue,
+                priority=priority,
+                requested_by=REQUESTED_BY_CODE,
+                action=ACTION,
+            )
+            for payload in payloads
+        ]
 
 
 def _run_ids(n: int) -> list[uuid.UUID]:

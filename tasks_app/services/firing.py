@@ -37,7 +37,7 @@ from django_celery_beat.models import PeriodicTask
 from .. import store
 from ..choices import REQUESTED_BY_BEAT, REQUESTED_BY_SCHEDULE
 from ..models import RECURRING, Run, RunStatus, Task, Trigger
-from ..selectors import paused_filter
+from ..selectors import paused_filter, paused_queues
 from ..timing.task_schedule import fire_due_at, plan_task_fires
 from .alarms import schedule_error_raise
 from .run_create import new_run, runs_insert
@@ -134,6 +134,8 @@ def _fire_tasks(
     task is still due by ``until`` and the tasks whose own schedule math raised (Python
     side: they are left out, the others go on). A failing statement raises."""
     release_by = now + horizon()
+    # A fire on a paused queue is recorded, pending, and waits for the queue's resume.
+    held_queues = paused_queues()
     runs: list[Run] = []
     advances: list[tuple[str, datetime | None]] = []
     fired_tasks: list[Task] = []
@@ -173,7 +175,7 @@ def _fire_tasks(
             )
         for run in task_runs:
             run.created_at = now  # recorded at the tick, and (when due soon) queued then too
-            if run.due_at <= release_by:
+            if run.due_at <= release_by and run.queue_name not in held_queues:
                 run.status, run.queued_at = RunStatus.QUEUED, now
         runs.extend(task_runs)
         fired_tasks.append(task)

@@ -15,6 +15,7 @@ from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
 from ..observability.logs import run_log
 from .errors import ConflictError
 from .run_release import enqueue_on_commit
+from .unique_calls import UniqueCall, key_take, unique_due_at
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +80,48 @@ def same_call(run: Run) -> dict[str, Any]:
     }
 
 
-def run_create(*, task: Task, trigger: str, due_at: datetime, now: datetime, **extra: Any) -> Run:
+def run_create(
+    *,
+    task: Task,
+    trigger: str,
+    due_at: datetime,
+    now: datetime,
+    unique: UniqueCall | None = None,
+    **extra: Any,
+) -> Run:
     """Store a ``pending`` run, move its task to ``pending`` (unless it is running or paused)
     with the run in its ``next_run_at`` (one statement, ``create_run``), and publish it at
     commit if it is due within the horizon. Refused (``ImproperlyConfigured``) before anything
-    is written when the project's Celery app is not loaded."""
+    is written when the project's Celery app is not loaded.
+
+    With ``unique`` (a keyed call, ``services.unique_calls``), the call is decided under its
+    key's lock first: it may get the run that holds the key instead (``Run.deduplicated``
+    true; nothing written), or replace that run with the new one."""
     project_app()
+    if unique is not None:
+        with transaction.atomic():
+            return _unique_run_create(
+                task=task, trigger=trigger, due_at=due_at, now=now, unique=unique, **extra
+            )
     run = new_run(task, trigger=trigger, due_at=due_at, **extra)
+    return _run_insert(run, task=task, now=now)
+
+
+def _unique_run_create(
+    *, task: Task, trigger: str, due_at: datetime, now: datetime, unique: UniqueCall, **extra: Any
+) -> Run:
+    due_at = unique_due_at(unique, due_at=due_at, now=now)
+    run = new_run(task, trigger=trigger, due_at=due_at, **extra)
+    held = key_take(task_id=task.pk, call=unique, new_run_id=run.id, now=now)
+    if held is not None:
+        found: Run = Run.objects.select_related("task").get(pk=held)
+        found.deduplicated = True
+        return found
+    run.unique_key = unique.key
+    return _run_insert(run, task=task, now=now)
+
+
+def _run_insert(run: Run, *, task: Task, now: datetime) -> Run:
     store.fetch_one("create_run", store.run_params(run))
     run._state.adding, run._state.db = False, "default"
     enqueue_on_commit(run, now=now)

@@ -148,7 +148,8 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
     One statement, ``claim_run``, claims the run or says why it may not (its ``refused``
     reason, decided there beside the claim's own conditions); :func:`_claim_refused` acts on
     that reason: a duplicate message does nothing, a run past its deadline is ``expired``,
-    a paused task's run is held or skipped, a ``running`` run's executor is checked, and
+    a paused task's run is held or skipped, a paused queue's run is held (back to
+    ``pending``), a ``running`` run's executor is checked, and
     another overlap policy is checked under the task's lock before the same statement
     claims it.
     """
@@ -223,6 +224,8 @@ def _claim_refused(
         log.warning("run %s arrived %s before it is due; handed back", run_id, run.due_at - now)
     elif refused == "paused":
         _hold_for_pause(run, now=now)
+    elif refused == "queue_paused":
+        _hold_for_queue_pause(run)
     elif refused == "overlap":
         with transaction.atomic():
             # Locks in the order of every claim and of task_pause: the run's row, then the
@@ -235,7 +238,9 @@ def _claim_refused(
             claimed, again = _claim(run.pk, worker=worker, now=clock.now(), overlap_checked=True)
             if again is None:
                 return claimed
-            if again.startswith(FLOW_REFUSALS):
+            if again == "queue_paused" and claimed is not None:
+                _hold_for_queue_pause(claimed)
+            elif again.startswith(FLOW_REFUSALS):
                 flow.flow_hold(run, again)
             else:
                 log.info("run %s not claimed after its overlap check (%s)", run_id, again)
@@ -290,6 +295,14 @@ def _hold_for_pause(run: Run, *, now: datetime) -> None:
     else:
         store.execute("unqueue_runs", {"run_ids": [run.pk]})
     log.info("run %s held: task %s is paused", run.id, run.task_id)
+
+
+def _hold_for_queue_pause(run: Run) -> None:
+    """A message for a run of a paused queue arrived: the run goes back to ``pending``
+    (whatever its trigger: nothing is skipped), its due instant kept, and the worker's slot
+    is free at once; the release publishes it again once the queue is resumed."""
+    store.execute("unqueue_runs", {"run_ids": [run.pk]})
+    log.info("run %s held: its queue is paused", run.id)
 
 
 def _overlap_allows(run: Run, *, now: datetime) -> bool:

@@ -22,11 +22,19 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, Q
 
 from .. import clock, dispatch, store
 from ..conf import app_settings
-from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, TaskStatus, Trigger
+from ..models import (
+    EXPLICIT_TRIGGERS,
+    QueuePause,
+    Run,
+    RunStatus,
+    TaskStatus,
+    Trigger,
+    outer_run_queue,
+)
 
 
 def horizon() -> timedelta:
@@ -34,10 +42,13 @@ def horizon() -> timedelta:
 
 
 def releasable() -> Q:
-    """Pending runs the release publishes: not held back by flow control (services.flow
-    lets those go), and of an unpaused task unless a person asked for them."""
-    return Q(status=RunStatus.PENDING, held="") & (
-        ~Q(task__state__status=TaskStatus.PAUSED) | Q(trigger__in=EXPLICIT_TRIGGERS)
+    """Pending runs that may go onto the broker: not held back by flow control
+    (services.flow lets those go), not of a paused task (unless a person asked for it), and
+    not on a paused queue (whoever asked for it: the queue is what is paused)."""
+    return (
+        Q(status=RunStatus.PENDING, held="")
+        & (~Q(task__state__status=TaskStatus.PAUSED) | Q(trigger__in=EXPLICIT_TRIGGERS))
+        & ~Q(Exists(QueuePause.objects.filter(queue=outer_run_queue())))
     )
 
 

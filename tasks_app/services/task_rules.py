@@ -21,6 +21,7 @@ from ..choices import ScheduleType
 from ..models import Task
 from ..timing import scheduling
 from ..validation import (
+    NEEDS_UNIQUE_ON,
     REQUIRED_FOR_SCHEDULE,
     check_delay,
     check_instant,
@@ -151,6 +152,11 @@ def validate_task(
     for name in ("concurrency_limit_per_key", "rate_limit_per_key"):
         if getattr(task, name) and not task.flow_key:
             errors[name] = ["needs flow_key: the payload field whose value is a run's key"]
+    if not task.unique_on:  # a unique-call policy without its key would be ignored
+        if task.debounce:
+            errors["debounce"] = [NEEDS_UNIQUE_ON]
+        if task.unique_for_seconds:
+            errors["unique_for_seconds"] = [NEEDS_UNIQUE_ON]
 
     if errors:
         raise ValidationError(errors)

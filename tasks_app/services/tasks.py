@@ -36,6 +36,7 @@ from .task_rules import (
     task_check,
     validate_task,
 )
+from .unique_calls import policy_call, unique_call
 
 Actor = permissions.Actor
 
@@ -64,6 +65,9 @@ POLICY_FIELDS = (
     "alert_after_seconds",
     "keep_runs_days",
     "keep_runs_count",
+    "unique_on",
+    "unique_for_seconds",
+    "debounce",
 )
 # How many of its runs may run or start at once (services.flow, docs/flow-control.md).
 FLOW_FIELDS = (
@@ -360,16 +364,37 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "")
 
 
 def task_execute(
-    *, task: Task, trigger: str = Trigger.MANUAL, by: Actor = "", payload: Any = None
+    *,
+    task: Task,
+    trigger: str = Trigger.MANUAL,
+    by: Actor = "",
+    payload: Any = None,
+    unique_key: str | None = None,
+    unique_for_seconds: int | None = None,
+    on_duplicate: str | None = None,
 ) -> Run:
     """Run the task now, with its own queue, priority, timeout and retry settings, and with
-    ``payload`` instead of its own if given (:func:`run_payload`)."""
+    ``payload`` instead of its own if given (:func:`run_payload`).
+
+    A call with ``unique_key`` (or, without one, on a task whose policy names a key:
+    ``unique_on``) is a unique call (``services.unique_calls``): while a run made with that
+    key waits, the call gets that run (``Run.deduplicated``) or, with ``on_duplicate``
+    ``replace``, replaces it."""
     name = permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
+    call = unique_call(key=unique_key, for_seconds=unique_for_seconds, on_duplicate=on_duplicate)
     own = None if payload is None else run_payload(task, payload, by=by)
+    if call is None:
+        call = policy_call(task, task.payload if own is None else own)
     now = clock.now()
     return run_create(
-        task=task, trigger=trigger, due_at=now, now=now, payload=own, requested_by=requester(name)
+        task=task,
+        trigger=trigger,
+        due_at=now,
+        now=now,
+        payload=own,
+        requested_by=requester(name),
+        unique=call,
     )
 
 
@@ -425,11 +450,18 @@ def task_schedule_once(
     expires_in_seconds: float | None = None,
     expires_at: datetime | None = None,
     by: Actor = "",
+    unique_key: str | None = None,
+    unique_for_seconds: int | None = None,
+    on_duplicate: str | None = None,
 ) -> Run:
     """One run after ``delay_seconds`` or at ``run_at`` (exactly one of them): a run of the
-    task, later, so ``by`` needs what running it now needs."""
+    task, later, so ``by`` needs what running it now needs. A unique call as
+    :func:`task_execute` makes one."""
     name = permissions.authorize(by, "execute", action=task.action)
     check_runnable(task)
+    call = unique_call(key=unique_key, for_seconds=unique_for_seconds, on_duplicate=on_duplicate)
+    if call is None:
+        call = policy_call(task, task.payload)
     now = clock.now()
     if delay_seconds is not None and run_at is not None:
         raise ValidationError({"delay_seconds": [validation.not_both("delay_seconds", "run_at")]})
@@ -452,6 +484,7 @@ def task_schedule_once(
         now=now,
         expires_at=deadline,
         requested_by=requester(name),
+        unique=call,
     )
 
 

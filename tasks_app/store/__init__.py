@@ -93,6 +93,14 @@ CLAIMED_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
 MESSAGE_TASK_FIELDS: Sequence[Field[Any, Any]] = tuple(
     f for f in TASK_FIELDS if f.name in {"id", "queue", "priority", "timeout_seconds"}
 )
+# An enqueued run waits pending (beat releases it) when its task is paused, its queue is paused
+# or it is due beyond the release horizon; else it is queued at once.
+_HELD = (
+    "(s.status = 'paused' "
+    "OR EXISTS (SELECT FROM tasks_app_queuepause AS q "
+    "WHERE q.queue = COALESCE(NULLIF(%(queue)s::varchar, ''), t.queue)) "
+    "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz)"
+)
 # A run enqueued by enqueue_run / enqueue_runs takes these from the call (its own bound
 # parameters), its task row ``t``, the task's state row ``s`` (whether it is paused) and the
 # statement's instants. Every other column is the model's default, written into the
@@ -110,12 +118,8 @@ _ENQUEUED_RUN_VALUES = {
     "priority": "%(priority)s::smallint",
     "due_at": "%(due_at)s::timestamptz",
     "scheduled_for": "%(due_at)s::timestamptz",
-    "status": "CASE WHEN s.status = 'paused' "
-    "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
-    "THEN 'pending' ELSE 'queued' END",
-    "queued_at": "CASE WHEN s.status = 'paused' "
-    "OR %(due_at)s::timestamptz > %(horizon_end)s::timestamptz "
-    "THEN NULL ELSE %(created_at)s::timestamptz END",
+    "status": f"CASE WHEN {_HELD} THEN 'pending' ELSE 'queued' END",
+    "queued_at": f"CASE WHEN {_HELD} THEN NULL ELSE %(created_at)s::timestamptz END",
     "created_at": "%(created_at)s::timestamptz",
     "expires_at": "%(due_at)s::timestamptz + t.expires_after_seconds * interval '1 second'",
 }

@@ -41,10 +41,11 @@ RETURNING s.task_id;
 -- name: enqueue_run
 -- A run of the @task function whose task is %(task_id)s (action django_task, its payload
 -- naming %(path)s): inserted only if that task exists, with the task's deadline policy, and
--- already queued when it is due within the release horizon (%(horizon_end)s) and the task is
--- not paused (its state row s), so the caller publishes it at commit without reading it
+-- already queued when it is due within the release horizon (%(horizon_end)s), the task is
+-- not paused (its state row s) and the run's queue is not paused (tasks_app_queuepause), so the caller publishes it at commit without reading it
 -- back. The task's state row is written only when its status or next_run_at changes (most
--- enqueues of a busy function change neither). No row when the task is missing; else 1
+-- enqueues of a busy function change neither). No row when the task is missing or its
+-- calls are deduplicated (unique_on: the caller takes services.unique_calls' way); else 1
 -- (the runs inserted, as enqueue_runs answers), the run's status and the task's fields a
 -- message needs (store.MESSAGE_TASK_FIELDS).
 WITH created AS (
@@ -52,7 +53,7 @@ WITH created AS (
     SELECT {enqueued_run_values}
       FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id
      WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
-       AND t.payload->>'task' = %(path)s::text
+       AND t.payload->>'task' = %(path)s::text AND t.unique_on = ''
     RETURNING task_id, due_at, status
 ), moved AS (
     UPDATE tasks_app_taskstate AS s
@@ -84,7 +85,7 @@ WITH created AS (
            JOIN jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS p(payload, n)
            USING (n)
      WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
-       AND t.payload->>'task' = %(path)s::text
+       AND t.payload->>'task' = %(path)s::text AND t.unique_on = ''
     RETURNING task_id, due_at, status
 ), arrived AS (
     SELECT task_id, min(due_at) AS due_at, min(status) AS status, count(*) AS n
@@ -103,6 +104,39 @@ WITH created AS (
 )
 SELECT c.n, c.status, {message_task_fields:t}
   FROM arrived AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
+
+-- name: lock_unique_key
+-- Inside the caller's transaction: the key %(key)s of task %(task_id)s held until it ends,
+-- so the calls with one key decide one after another, each seeing what the one before it
+-- wrote (services.unique_calls). run_unique_waiting_key refuses a second waiting run with
+-- the key whatever happens; the lock makes the second call find the first's run instead
+-- of failing, and guards a window, which no index can.
+SELECT pg_advisory_xact_lock(
+    hashtextextended('unique:' || %(task_id)s::text || ':' || %(key)s::text, 0));
+
+-- name: unique_holder
+-- The run holding key %(key)s of task %(task_id)s: its waiting run (pending or queued),
+-- else, with a window (%(since)s not NULL), its latest run made since then whatever became
+-- of it. Returns its id and whether it waits; nothing when the key is free. Read through
+-- run_unique_key_idx.
+SELECT id, status IN ('pending', 'queued')
+  FROM tasks_app_run
+ WHERE task_id = %(task_id)s::varchar AND unique_key = %(key)s::varchar
+   AND (status IN ('pending', 'queued') OR created_at >= %(since)s::timestamptz)
+ ORDER BY status IN ('pending', 'queued') DESC, created_at DESC
+ LIMIT 1;
+
+-- name: replace_run
+-- pending/queued -> cancelled: a waiting run replaced by a newer call with its key (debounce),
+-- its error naming the run that replaced it, %(by_run)s. A message already published for it
+-- finds it cancelled and is dropped (claim_run: not_queued). Returns its task id, or
+-- nothing if it had started meanwhile.
+UPDATE tasks_app_run
+   SET status = 'cancelled', finished_at = %(now)s,
+       error = 'cancelled: replaced by run ' || %(by_run)s::text
+ WHERE id = %(run_id)s
+   AND (status IS NOT DISTINCT FROM 'pending' OR status IS NOT DISTINCT FROM 'queued')
+RETURNING task_id;
 
 -- name: insert_runs
 -- Runs written whole by the caller (beat's fires, some already queued at the tick; a
@@ -145,10 +179,12 @@ UPDATE tasks_app_run
 -- name: claim_run
 -- queued -> running, at or after its due instant (and the start a rate limit reserved for it,
 -- not_before) and within its deadline, for an unpaused task (or a run a person asked for),
--- when the task's overlap policy is allow or the caller has checked it under the task's lock
--- (overlap_checked), and its flow control lets it start (verdict: tasks_app_flow_verdict,
--- once per statement, only for a queued run of a task that has flow control). The task
--- becomes running. Its next_run_at is computed
+-- on a queue that is not paused (no tasks_app_queuepause row for the run's queue, its own or
+-- its task's: whoever asked for it), when the task's overlap policy is allow or the caller
+-- has checked it under the task's lock (overlap_checked), and its flow control lets it
+-- start (verdict: tasks_app_flow_verdict, once per statement, only for a queued run that
+-- could otherwise start, of a task that has flow control). The task becomes running. Its
+-- next_run_at is computed
 -- from the state row being updated (s in task_running), never from a row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
@@ -161,9 +197,10 @@ UPDATE tasks_app_run
 -- waited for the run's row: a duplicate message either way), 'expired' (past its
 -- deadline), 'early' (its due instant, or its reserved start, not reached by %(now)s, the
 -- database's clock as the caller read it: tasks_app.clock), 'paused' (its task paused, and
--- not a run a person asked for), 'overlap' (another overlap policy, not checked yet), or
--- the flow control's verdict ('concurrency', 'line', 'rate:<epoch>'). The conditions of
--- the claim and the reasons are the same tests, so they are written side by side here and
+-- not a run a person asked for), 'queue_paused' (its queue paused: the run waits, pending,
+-- until the queue is resumed), 'overlap' (another overlap policy, not checked yet), or the
+-- flow control's verdict ('concurrency', 'line', 'rate:<epoch>'). The conditions of the
+-- claim and the reasons are the same tests, so they are written side by side here and
 -- nowhere else; the caller acts on the reason (services.run_lifecycle). The reason is
 -- looked up only when the claim updated nothing, by the run's primary key.
 -- The claim's transaction commits asynchronously (async_commit: SET LOCAL
@@ -178,8 +215,12 @@ WITH async_commit AS (
                t, r.id, tasks_app_flow_key(t, COALESCE(r.payload, t.payload)), r.held,
                r.not_before, %(now)s) AS refusal
       FROM tasks_app_run AS r JOIN tasks_app_task AS t ON t.id = r.task_id
+      JOIN tasks_app_taskstate AS s ON s.task_id = r.task_id
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued'
        AND tasks_app_flow_controlled(t)
+       AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
+       AND NOT EXISTS (SELECT FROM tasks_app_queuepause AS q
+                        WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s) AND r.due_at <= %(now)s
 ), claimed AS (
@@ -192,6 +233,8 @@ WITH async_commit AS (
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
        AND s.task_id = r.task_id
        AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
+       AND NOT EXISTS (SELECT FROM tasks_app_queuepause AS q
+                        WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
        AND r.due_at <= %(now)s AND (r.not_before IS NULL OR r.not_before <= %(now)s)
@@ -211,6 +254,9 @@ WITH async_commit AS (
                 WHEN r.expires_at < %(now)s THEN 'expired'
                 WHEN r.due_at > %(now)s OR r.not_before > %(now)s THEN 'early'
                 WHEN s.status = 'paused' AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
+                WHEN EXISTS (SELECT FROM tasks_app_queuepause AS q
+                              WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
+                     THEN 'queue_paused'
                 WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
                 ELSE coalesce((SELECT v.refusal FROM verdict AS v), 'not_queued') END
       FROM (SELECT) AS one
@@ -341,7 +387,7 @@ UPDATE tasks_app_run
 -- name: unqueue_runs
 -- queued -> pending, for those of the given runs still queued: their message did not go
 -- out, was lost by the broker, or was declined for now (a paused task holds its delayed
--- runs; overlap buffer_one); a later release publishes them again under the same id.
+-- runs, a paused queue all of its runs; overlap buffer_one); a later release publishes them again under the same id.
 UPDATE tasks_app_run
    SET status = 'pending', queued_at = NULL
  WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'queued';

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.conf import settings
+from django.contrib.auth.models import Permission
 from django.test import override_settings
 from jsonschema import Draft4Validator
 from rest_framework.test import APIClient
@@ -95,6 +97,9 @@ BUSINESS_RULES = [
     "tasks_backfill",
 ]
 SEEDED_TASK = "fuzz-seed"
+# The operations on one queue: on a configured queue (TASKS_QUEUES, which the schema cannot
+# list), so they reach their logic instead of answering 400 to random names.
+QUEUE_OPERATIONS = ["queues_pause", "queues_resume"]
 
 
 def schemathesis_config(run_id: str) -> str:
@@ -103,6 +108,7 @@ def schemathesis_config(run_id: str) -> str:
     random ids: it would remove the seed)."""
     task_ops = ", ".join(f'"{op}"' for op in TASK_OPERATIONS if op != "tasks_destroy")
     run_ops = ", ".join(f'"{op}"' for op in RUN_OPERATIONS)
+    queue_ops = ", ".join(f'"{op}"' for op in QUEUE_OPERATIONS)
     return f"""
 [[operations]]
 include-path = "/api/health"
@@ -120,6 +126,10 @@ parameters = {{ "path.task_id" = "{SEEDED_TASK}" }}
 [[operations]]
 include-operation-id = [{run_ops}]
 parameters = {{ "path.run_id" = "{run_id}" }}
+
+[[operations]]
+include-operation-id = [{queue_ops}]
+parameters = {{ "path.queue" = "{settings.CELERY_TASK_DEFAULT_QUEUE}" }}
 """
 
 
@@ -131,6 +141,12 @@ def test_schemathesis_finds_no_failure_with_all_checks(live_server, operator, tm
     negative data, auth, unsupported methods, use after free, ...) finds nothing."""
     operator.is_staff = True  # a staff token: what the admin's staff hold, all task and run perms
     operator.save()
+    # ... and the queues' pause, so those operations are tested too, not refused.
+    operator.user_permissions.add(
+        *Permission.objects.filter(
+            codename__endswith="_queuepause", content_type__app_label="tasks_app"
+        )
+    )
     token = token_create(user=operator).token
     task = services.task_create(id=SEEDED_TASK, action="noop")
     run = services.task_schedule_once(task=task, delay_seconds=3600)

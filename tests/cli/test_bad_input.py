@@ -42,6 +42,22 @@ CASES: dict[str, tuple[tuple[str, ...], str]] = {
         (*CREATE, "--payload", "[" * 10_000 + "]" * 10_000),
         "nests deeper than 32 levels",
     ),
+    "unique key over 200 characters": (
+        ("execute", "ok", "--unique-key", "k" * 201),
+        "unique_key: must be at most 200 characters",
+    ),
+    "negative unique window": (
+        ("execute", "ok", "--unique-key", "k", "--unique-for=-5s"),
+        "--unique-for",
+    ),
+    "unique window without a key": (
+        ("schedule", "ok", "--in", "1m", "--unique-for", "5m"),
+        "unique_for_seconds: needs a unique_key",
+    ),
+    "unique_on that names no field": (
+        (*CREATE, "--unique-on", "two words"),
+        "unique_on: must be blank, '*'",
+    ),
     "payload in execute NaN": (
         ("execute", "ok", "--payload", '{"x": NaN}'),
         "payload: at payload.x: numbers must be finite",

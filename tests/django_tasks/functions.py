@@ -69,3 +69,9 @@ def until_cancelled(context: object, seconds: float) -> str:
 
 def not_a_task() -> None:
     """A plain function: not a @task, refused as one."""
+
+
+@task
+def notify(user_id: int, message: str = "") -> str:
+    """Deduplicated per user when its task's policy says ``unique_on="user_id"``."""
+    return f"{user_id}: {message}"

@@ -139,3 +139,21 @@ def test_a_running_run_asked_to_stop_is_cancelling_then_counted_cancelled(client
     assert after["tasks_runs_cancelling"] == {(): 0}
     assert runs_total(after, "cancelled", "noop") == runs_total(before, "cancelled", "noop") + 1
     assert runs_total(after, "completed", "noop") == runs_total(before, "completed", "noop")
+
+
+@pytest.mark.django_db
+@override_settings(TASKS_METRICS_TOKEN=TOKEN)
+def test_a_paused_queue_is_a_one_with_its_waiting_runs_and_a_zero_once_resumed(
+    client, settings
+) -> None:
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {TOKEN}"}
+    task = services.task_create(id="held-on-queue", action="noop")
+    services.queue_pause(queue=queue, note="down")
+    for _ in range(3):
+        services.task_execute(task=task)
+    samples = scrape(client, **bearer)
+    assert samples["tasks_queue_paused"][(("queue", queue),)] == 1.0
+    assert samples["tasks_queue_waiting_runs"][(("queue", queue),)] == 3.0
+    services.queue_resume(queue=queue)
+    assert scrape(client, **bearer)["tasks_queue_paused"][(("queue", queue),)] == 0.0

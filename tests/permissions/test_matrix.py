@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
 from django.db import transaction
@@ -28,7 +29,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app import services
-from tasks_app.models import Run, RunStatus, Task
+from tasks_app.models import QueuePause, Run, RunStatus, Task
 from tests.shared import form, queued_run
 from tests.stored_rows import run_set
 
@@ -81,12 +82,21 @@ ALLOWED: dict[str, set[str]] = {
     "cancel_running": {"change_run", "superuser"},  # asks it to stop: the same permission
     "retry": {"add_run", "superuser"},
     "prune": {"superuser"},
+    # A queue's pause has permissions of its own (view/add/delete_queuepause), which none of
+    # the task and run grades hold.
+    "queues": {"superuser"},
+    "pause-queue": {"superuser"},
+    "resume-queue": {"superuser"},
 }
+
+
+HELD_QUEUE = "held-queue"
 
 
 @pytest.fixture(autouse=True)
 def _quick_health(settings: Any) -> None:
     settings.TASKS_HEALTH_WORKER_TIMEOUT_SECONDS = 0.2
+    settings.TASKS_QUEUES = [settings.CELERY_TASK_DEFAULT_QUEUE, HELD_QUEUE]
 
 
 def make_user(grade: str) -> User:
@@ -113,6 +123,7 @@ class World:
     old: Run
     future: str = field(default="")
     running: Run | None = None
+    paused_queue: str = ""
 
 
 def world() -> World:
@@ -137,11 +148,19 @@ def world() -> World:
         due_at=long_ago,
     )
     running = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
-    return World(task, paused, recurring, once, pending, failed, old, future.isoformat(), running)
+    # A second configured queue, paused: the default one stays free for the pause cells.
+    services.queue_pause(queue=HELD_QUEUE, note="held for the test")
+    return World(
+        task, paused, recurring, once, pending, failed, old, future.isoformat(), running, HELD_QUEUE
+    )
 
 
 def runs() -> int:
     return Run.objects.count()
+
+
+def paused_queues() -> set[str]:
+    return set(QueuePause.objects.values_list("queue", flat=True))
 
 
 def name(task_id: str) -> str:
@@ -624,6 +643,47 @@ CELLS: dict[str, dict[str, Cell]] = {
     },
     "prune": {
         "cli": lambda u, w: changed(runs, lambda: Cli(u).call("prune")),
+    },
+    "queues": {
+        "admin": lambda u, w: _admin(u).page(reverse("admin:tasks_app_queuepause_changelist")),
+        "api": lambda u, w: Api(u).call("get", "/api/queues"),
+        "api-head": lambda u, w: Api(u).call("head", "/api/queues"),
+        "cli": lambda u, w: Cli(u).call("queues"),
+    },
+    "pause-queue": {
+        "admin": lambda u, w: changed(
+            paused_queues,
+            lambda: _admin(u).post(
+                reverse("admin:tasks_app_queuepause_add"),
+                {"queue": settings.CELERY_TASK_DEFAULT_QUEUE, "note": "down"},
+            ),
+        ),
+        "api": lambda u, w: changed(
+            paused_queues,
+            lambda: Api(u).call("post", f"/api/queues/{settings.CELERY_TASK_DEFAULT_QUEUE}/pause"),
+        ),
+        "cli": lambda u, w: changed(
+            paused_queues, lambda: Cli(u).call("pause-queue", settings.CELERY_TASK_DEFAULT_QUEUE)
+        ),
+    },
+    "resume-queue": {
+        "admin": lambda u, w: changed(
+            paused_queues,
+            lambda: _admin(u).post(
+                reverse("admin:tasks_app_queuepause_delete", args=[w.paused_queue]),
+                {"post": "yes"},
+            ),
+        ),
+        "admin-action": lambda u, w: changed(
+            paused_queues, lambda: _admin(u).bulk("queuepause", "resume", w.paused_queue)
+        ),
+        "api": lambda u, w: changed(
+            paused_queues,
+            lambda: Api(u).call("post", f"/api/queues/{w.paused_queue}/resume"),
+        ),
+        "cli": lambda u, w: changed(
+            paused_queues, lambda: Cli(u).call("resume-queue", w.paused_queue)
+        ),
     },
 }
 

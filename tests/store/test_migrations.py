@@ -60,20 +60,33 @@ ALTER TABLE tasks_app_task ALTER COLUMN alarm_note SET DEFAULT '',
                            ALTER COLUMN paused_by SET DEFAULT ''
 """
 # Columns today's models write that 0029 adds (the run's action and author), 0030 (a
-# running run's cancel request) and 0031 (flow control): there for the models' writes at
-# 0024, dropped again before migrating on.
+# running run's cancel request), 0031 (flow control) and 0033 (unique calls: the run's key,
+# the task's policy): there for the models' writes at 0024, dropped again before migrating on.
 _NEW_RUN_COLUMNS = """
 ALTER TABLE tasks_app_run ADD COLUMN action varchar(100) NOT NULL DEFAULT '',
                           ADD COLUMN requested_by varchar(250) NOT NULL DEFAULT '',
                           ADD COLUMN cancel_requested_at timestamptz NULL,
                           ADD COLUMN flow_key varchar(200) NOT NULL DEFAULT '',
                           ADD COLUMN held varchar(12) NOT NULL DEFAULT '',
-                          ADD COLUMN not_before timestamptz NULL;
+                          ADD COLUMN not_before timestamptz NULL,
+                          ADD COLUMN unique_key varchar(200) NOT NULL DEFAULT '';
 ALTER TABLE tasks_app_task ADD COLUMN flow_key varchar(100) NOT NULL DEFAULT '',
                            ADD COLUMN concurrency_limit integer NULL,
                            ADD COLUMN concurrency_limit_per_key integer NULL,
                            ADD COLUMN rate_limit varchar(20) NOT NULL DEFAULT '',
-                           ADD COLUMN rate_limit_per_key varchar(20) NOT NULL DEFAULT ''
+                           ADD COLUMN rate_limit_per_key varchar(20) NOT NULL DEFAULT '',
+                           ADD COLUMN unique_on varchar(100) NOT NULL DEFAULT '',
+                           ADD COLUMN unique_for_seconds integer NOT NULL DEFAULT 0,
+                           ADD COLUMN debounce boolean NOT NULL DEFAULT false
+"""
+_DROP_NEW_COLUMNS = """
+ALTER TABLE tasks_app_run DROP COLUMN action, DROP COLUMN requested_by,
+                          DROP COLUMN cancel_requested_at, DROP COLUMN flow_key, DROP COLUMN held,
+                          DROP COLUMN not_before, DROP COLUMN unique_key;
+ALTER TABLE tasks_app_task DROP COLUMN flow_key, DROP COLUMN concurrency_limit,
+                           DROP COLUMN concurrency_limit_per_key, DROP COLUMN rate_limit,
+                           DROP COLUMN rate_limit_per_key, DROP COLUMN unique_on,
+                           DROP COLUMN unique_for_seconds, DROP COLUMN debounce
 """
 ONE_OFFS = """
 from datetime import timedelta
@@ -114,16 +127,7 @@ def test_one_off_tasks_of_enqueues_fold_into_their_functions_task(database: str)
     )
     assert done.returncode == 0, done.stderr
     with psycopg.connect(database) as conn:
-        conn.execute(
-            "ALTER TABLE tasks_app_run DROP COLUMN action, DROP COLUMN requested_by, "
-            "DROP COLUMN cancel_requested_at, DROP COLUMN flow_key, DROP COLUMN held, "
-            "DROP COLUMN not_before"
-        )
-        conn.execute(
-            "ALTER TABLE tasks_app_task DROP COLUMN flow_key, DROP COLUMN concurrency_limit, "
-            "DROP COLUMN concurrency_limit_per_key, DROP COLUMN rate_limit, "
-            "DROP COLUMN rate_limit_per_key"
-        )
+        conn.execute(_DROP_NEW_COLUMNS)
     _migrate(database)
     with psycopg.connect(database) as conn:
         tasks = dict(conn.execute("SELECT id, payload FROM tasks_app_task ORDER BY id").fetchall())

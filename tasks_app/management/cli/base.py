@@ -38,7 +38,9 @@ class CliCommand(BaseCommand):
         verb = options["verb"]
         operation = "task_runs" if verb == "runs" and options.get("id") else verb
         self.user = self.acting_user(options.get("as_user"), operation)
-        handler: Callable[[dict[str, Any]], None] = getattr(self, f"do_{options['verb']}")
+        handler: Callable[[dict[str, Any]], None] = getattr(
+            self, f"do_{options['verb'].replace('-', '_')}"
+        )
         try:
             handler(options)
         except CommandError:

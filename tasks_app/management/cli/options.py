@@ -78,11 +78,54 @@ def add_verbs(parser: CommandParser) -> None:
             "('none' removes it)",
         )
         p.add_argument("--rate-per-key", metavar="N/PERIOD", help="the same per key")
+            "--unique-on",
+            metavar="NAME",
+            help="deduplicate calls on this keyword argument or payload field ('*': the "
+            "whole call; '': not deduplicated)",
+        )
+        p.add_argument(
+            "--unique-for",
+            type=duration,
+            metavar="DURATION",
+            help="hold a call's key this long after it (with --debounce: delay the run so long)",
+        )
+        debounce = p.add_mutually_exclusive_group()
+        debounce.add_argument(
+            "--debounce",
+            action="store_true",
+            default=None,
+            help="a duplicate call replaces the waiting run",
+        )
+        debounce.add_argument(
+            "--no-debounce",
+            dest="debounce",
+            action="store_false",
+            help="a duplicate call gets the waiting run",
+        )
         recurring = p.add_mutually_exclusive_group()
         recurring.add_argument("--every", type=duration, help="interval schedule (30s, 5m, 1h)")
         recurring.add_argument("--cron", help="cron schedule, 5 fields ('0 9 * * 1-5')")
         recurring.add_argument("--on-demand", action="store_true", help="remove the schedule")
         p.add_argument("--timezone", help="IANA time zone for --cron (default UTC)")
+
+    def unique_call(p: CommandParser) -> None:
+        p.add_argument(
+            "--unique-key",
+            metavar="KEY",
+            help="while a run of the task made with KEY waits, get that run, not a new one",
+        )
+        p.add_argument(
+            "--unique-for",
+            type=duration,
+            metavar="DURATION",
+            help="hold KEY this long after the call that made its run, whatever became of it "
+            "(with --replace: the new run waits so long)",
+        )
+        p.add_argument(
+            "--replace",
+            action="store_true",
+            help="replace the waiting run with KEY by this call (debounce)",
+        )
 
     def one_off(p: CommandParser, *, required: bool) -> None:
         when = p.add_mutually_exclusive_group(required=required)
@@ -129,6 +172,7 @@ def add_verbs(parser: CommandParser) -> None:
         type=json_object,
         help="this run's own payload, a JSON object (checked like the task's)",
     )
+    unique_call(p)
 
     p = verb("schedule", "one run later (--in/--at) or a recurring schedule (--every/--cron)")
     p.add_argument("id")
@@ -139,6 +183,7 @@ def add_verbs(parser: CommandParser) -> None:
     when.add_argument("--cron", metavar="EXPR")
     p.add_argument("--timezone", help="IANA time zone for --cron")
     p.add_argument("--expires-in", type=duration, metavar="DURATION")
+    unique_call(p)
 
     p = verb("pause", "pause a task (no new fires; delayed runs wait)")
     p.add_argument("id")
@@ -203,6 +248,14 @@ def add_verbs(parser: CommandParser) -> None:
         action="store_true",
         help="exit 1 while the database differs from the code (for CI); write nothing",
     )
+
+    verb("queues", "list the queues: paused or not, and the runs waiting on each")
+    p = verb("pause-queue", "pause a queue (none of its runs starts; none is lost)")
+    p.add_argument("name", help="the queue's name (one of TASKS_QUEUES)")
+    p.add_argument("--note", default="", help="why it is paused")
+    verb(
+        "resume-queue", "resume a paused queue (its waiting runs start, earliest due first)"
+    ).add_argument("name")
 
     p = verb("preview", "the next fire times of a task's schedule")
     p.add_argument("id")

@@ -89,6 +89,8 @@ class RunVerbs(CliCommand):
             ("action", run.made_with),
             ("due", relative(run.due_at, self.now)),
         ]
+        if run.unique_key:
+            lines.append(("unique key", run.unique_key))
         if run.payload is not None:  # its own arguments (a call from code, a run now with)
             masked = secret_fields.payload_masked(run.made_with, run.payload)
             lines.append(("payload", json.dumps(masked)))

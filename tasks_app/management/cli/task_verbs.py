@@ -54,9 +54,13 @@ class TaskVerbs(CliCommand):
         ):
             if options.get(option) is not None:
                 data[field] = off if options[option] == "none" else options[option]
+        for option, field in (("unique_on", "unique_on"), ("debounce", "debounce")):
+            if options.get(option) is not None:
+                data[field] = options[option]
         for option, field in (
             ("timeout", "timeout_seconds"),
             ("expires_after", "expires_after_seconds"),
+            ("unique_for", "unique_for_seconds"),
         ):
             if options.get(option) is not None:
                 data[field] = whole_seconds(options[option], option)
@@ -181,15 +185,42 @@ class TaskVerbs(CliCommand):
     def do_execute(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
         run = services.task_execute(
-            task=task, trigger=Trigger.CLI, by=self.by, payload=o.get("payload")
+            task=task, trigger=Trigger.CLI, by=self.by, payload=o.get("payload"), **self.unique(o)
         )
-        self.out(RunOutputSerializer(run).data, f"run {run.id} of {run.task_id} queued now")
+        if run.queue_name in selectors.paused_queues():
+            made = f"run {run.id} of {run.task_id} waits: queue {run.queue_name} is paused"
+        else:
+            made = f"run {run.id} of {run.task_id} queued now"
+        self.out(RunOutputSerializer(run).data, self.duplicate_text(run) or made)
+
+    def unique(self, o: dict[str, Any]) -> dict[str, Any]:
+        """The call's uniqueness options as the services take them (checked there)."""
+        given: dict[str, Any] = {}
+        if o.get("unique_key") is not None:
+            given["unique_key"] = o["unique_key"]
+        if o.get("unique_for") is not None:
+            given["unique_for_seconds"] = whole_seconds(o["unique_for"], "unique_for")
+        if o.get("replace"):
+            given["on_duplicate"] = "replace"
+        return given
+
+    def duplicate_text(self, run: Any) -> str:
+        if not run.deduplicated:
+            return ""
+        return (
+            f"run {run.id} of {run.task_id} already holds key {run.unique_key} "
+            f"({run.status}): no new run"
+        )
 
     def do_schedule(self, o: dict[str, Any]) -> None:
         task = self.task(o["id"])
         if o.get("every") is not None or o.get("cron"):
             if o.get("expires_in") is not None:
                 raise CommandError("--expires-in goes with --in or --at", returncode=2)
+            if self.unique(o):
+                raise CommandError(
+                    "--unique-key, --unique-for and --replace go with --in or --at", returncode=2
+                )
             task = services.task_update(task=task, data=self.recurring(o), by=self.by)
             self.out(
                 TaskOutputSerializer(task).data,
@@ -202,10 +233,12 @@ class TaskVerbs(CliCommand):
             run_at=o.get("at"),
             expires_in_seconds=o.get("expires_in"),
             by=self.by,
+            **self.unique(o),
         )
         self.out(
             RunOutputSerializer(run).data,
-            f"run {run.id} of {task.id} due {relative(run.due_at, self.now)} ({run.due_at.isoformat()})",
+            self.duplicate_text(run)
+            or f"run {run.id} of {task.id} due {relative(run.due_at, self.now)} ({run.due_at.isoformat()})",
         )
 
     def do_pause(self, o: dict[str, Any]) -> None:

@@ -19,15 +19,19 @@ from __future__ import annotations
 from django.core.management.base import CommandParser
 
 from tasks_app.management.cli.options import add_verbs
+from tasks_app.management.cli.queue_verbs import QueueVerbs
 from tasks_app.management.cli.run_verbs import RunVerbs
 from tasks_app.management.cli.sync_verb import SyncVerb
 from tasks_app.management.cli.task_verbs import TaskVerbs
 
 
-class Command(TaskVerbs, RunVerbs, SyncVerb):
+class Command(TaskVerbs, RunVerbs, QueueVerbs, SyncVerb):
     """The verbs are in ``tasks_app/management/cli/`` (one module per group)."""
 
-    help = "Create, list, run, schedule, pause and inspect tasks and runs (see docs/cli.md)."
+    help = (
+        "Create, list, run, schedule, pause and inspect tasks and runs; pause queues "
+        "(see docs/cli.md)."
+    )
     # Django's system checks (models, URLs, admin) would take a large share of each call; they
     # run at release (migrate) and with manage.py check, as for Django's own changepassword.
     requires_system_checks: list[str] = []
