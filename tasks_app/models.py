@@ -302,6 +302,7 @@ class Task(models.Model):
         db_default="",
         validators=[rate_validator],
         help_text="The same per key (needs flow_key).",
+    )
     # Unique calls (docs/flow-control.md): a call of this task whose key is already held by
     # a waiting run returns that run (or, with debounce, replaces it).
     unique_on = models.CharField(

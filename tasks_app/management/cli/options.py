@@ -78,6 +78,7 @@ def add_verbs(parser: CommandParser) -> None:
             "('none' removes it)",
         )
         p.add_argument("--rate-per-key", metavar="N/PERIOD", help="the same per key")
+        p.add_argument(
             "--unique-on",
             metavar="NAME",
             help="deduplicate calls on this keyword argument or payload field ('*': the "
