@@ -555,3 +555,33 @@ def test_a_functions_policy_syncs_without_the_function_in_tasks_django_tasks(
     code, out, err = sync()
     assert code == 1 and "TASKS_DJANGO_TASKS" in err
     assert not Task.objects.filter(pk="calls-add").exists()
+
+
+def test_a_declared_schedule_carries_its_flow_control(declare: Declare) -> None:
+    """Flow control is declared in code like any policy, and checked there like everywhere:
+    a bad rate stops the sync naming the field, nothing written."""
+    declare(
+        """
+        Schedule(
+            "partner-sync", action="noop", schedule_type="interval", interval_seconds=60,
+            flow_key="customer",
+            concurrency_limit=2, concurrency_limit_per_key=1, rate_limit="10/s",
+        ),
+        """
+    )
+    code, out, err = sync()
+    assert code == 0, err
+    task = Task.objects.get(pk="partner-sync")
+    assert (
+        task.flow_key,
+        task.concurrency_limit,
+        task.concurrency_limit_per_key,
+        task.rate_limit,
+    ) == ("customer", 2, 1, "10/s")
+    declare(
+        'Schedule("partner-sync", action="noop", schedule_type="interval", '
+        'interval_seconds=60, rate_limit="10 a second"),\n'
+    )
+    code, out, err = sync()
+    assert code == 1 and "rate_limit" in err
+    assert Task.objects.get(pk="partner-sync").rate_limit == "10/s"

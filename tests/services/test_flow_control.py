@@ -114,3 +114,35 @@ def test_bad_flow_control_is_refused_naming_the_field(fields, field) -> None:  #
         _task(**fields)
     assert field in caught.value.message_dict
     assert not Task.objects.exists()
+
+
+def test_held_runs_are_shown_with_why_in_the_api_metrics_and_overview(client) -> None:  # type: ignore[no-untyped-def]
+    """What is held back, and why: a run's ``held`` and key through the API, the
+    ``tasks_runs_held`` gauge, the overview's panel."""
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+    from rest_framework.test import APIClient
+
+    from tasks_app.tokens import token_create
+    from tests.shared import scrape
+
+    task = _task(flow_key="customer", concurrency_limit=1)
+    first = queued_run(task, payload={"message": "x", "customer": "acme"}, late=2)
+    second = queued_run(task, payload={"message": "x", "customer": "globex"}, late=1)
+    assert _claim(first) is not None and _claim(second) is None
+    staff = get_user_model().objects.create_superuser("boss", "b@example.com", "pw-not-used")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {token_create(user=staff).token}")
+    shown = api.get(f"/api/runs/{second.pk}").json()
+    assert (shown["status"], shown["held"], shown["flow_key"]) == (
+        "pending",
+        "concurrency",
+        "globex",
+    )
+    assert api.get(f"/api/runs/{first.pk}").json()["flow_key"] == "acme"
+    assert scrape(client)["tasks_runs_held"] == {
+        (("reason", "concurrency"), ("task", "limited")): 1
+    }
+    client.force_login(staff)
+    page = client.get(reverse("tasks-overview")).content.decode()
+    assert "Held back by flow control" in page and "a free slot (concurrency limit)" in page
