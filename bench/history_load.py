@@ -45,7 +45,7 @@ def load(
     started = time.perf_counter()
     conn.execute(
         "TRUNCATE tasks_app_run, tasks_app_task, tasks_app_taskstate, tasks_app_runtally, "
-        "tasks_app_runtallymark"
+        "tasks_app_runtallymark, tasks_app_flowkey"
     )
     with conn.cursor().copy(
         "COPY tasks_app_task (id, name, description, action, payload, queue, priority, "

@@ -203,7 +203,7 @@ class TaskScheduler(DatabaseScheduler):
         # hold back the others; the next tick retries it. (One bad task cannot make a step
         # fail: firing isolates it, see services.firing.)
         fired = self._step("firing", self.fire_ahead.fire_due, now=now) or []
-        released = self._step("release", services.release_due_runs, now=now) or 0
+        released = self._step("release", services.release_due_runs, now=now, wait=False) or 0
         # Runs held by flow control whose slot or reserved start came (their worker lets
         # most go as a run ends; this catches a worker killed, a limit raised).
         released += self._step("flow control", services.flow_admit, now=now) or 0
@@ -259,7 +259,7 @@ class TaskScheduler(DatabaseScheduler):
         batches: a pass a second would hand each worker a second's ETA messages at once, and
         its main process would be busy with them while earlier runs come due."""
         try:
-            services.release_due_runs(now=now)
+            services.release_due_runs(now=now, wait=False)
             self.fire_ahead.prepare(now=now, budget=app_settings.RELEASE_INTERVAL_SECONDS)
         except Exception:  # as in leader_pass: the next pass retries
             log.exception("beat release failed; retrying next pass")

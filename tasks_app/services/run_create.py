@@ -122,6 +122,9 @@ def _unique_run_create(
 
 
 def _run_insert(run: Run, *, task: Task, now: datetime) -> Run:
+    # Created at the caller's now, the database's clock like its due instant: a run due
+    # "now" is not taken for a timed one (Run.timed) by the hosts' clocks' difference.
+    run.created_at = now
     store.fetch_one("create_run", store.run_params(run))
     run._state.adding, run._state.db = False, "default"
     enqueue_on_commit(run, now=now)

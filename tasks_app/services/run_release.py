@@ -59,20 +59,31 @@ def enqueue_on_commit(run: Run, *, now: datetime) -> None:
         transaction.on_commit(lambda: publish_runs([run_id]))
 
 
-def release_due_runs(*, now: datetime | None = None, batch: int | None = None) -> int:
+def release_due_runs(
+    *, now: datetime | None = None, batch: int | None = None, wait: bool = True
+) -> int:
     """Publish pending runs due within the horizon, oldest first; returns how many went out.
 
-    Safe to call from several processes at once: rows are taken with
-    ``FOR UPDATE SKIP LOCKED`` and flipped to ``queued`` before the lock is released.
+    One release at a time (``release_lock``), so runs released together go out in due order
+    (a resumed queue's runs, beat's pass beside it); ``wait=False`` (beat's passes) skips the
+    pass when another release is under way. The runs are taken with ``FOR UPDATE SKIP
+    LOCKED`` and flipped to ``queued`` before their lock is released, so an enqueue
+    publishing its own run at the same time (``publish_runs``) never sends one twice.
     """
-    now = now or clock.now()
-    limit = batch or app_settings.RELEASE_BATCH
-    total = 0
-    while True:
-        sent = _publish(Q(due_at__lte=now + horizon()), now=now, limit=limit)
-        total += sent
-        if sent < limit:
-            return total
+    row = store.fetch_one("release_lock", {"wait": wait})
+    if not (row and row[0]):
+        return 0
+    try:
+        now = now or clock.now()
+        limit = batch or app_settings.RELEASE_BATCH
+        total = 0
+        while True:
+            sent = _publish(Q(due_at__lte=now + horizon()), now=now, limit=limit)
+            total += sent
+            if sent < limit:
+                return total
+    finally:
+        store.execute("release_unlock", {})
 
 
 def release_fires_ahead(*, now: datetime, until: datetime, deadline: float | None = None) -> int:

@@ -376,6 +376,17 @@ UPDATE tasks_app_run
  WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'running'
 RETURNING cancel_requested_at;
 
+-- name: release_lock
+-- The release's lock, for this session until release_unlock: one release pass at a time (a
+-- resumed queue's or task's, beat's), so runs released together go out in due order. With
+-- %(wait)s the caller waits for it; without, true only if it was free (beat skips a pass).
+SELECT CASE WHEN %(wait)s
+            THEN (SELECT true FROM pg_advisory_lock(hashtextextended('tasks_app.release', 0)))
+            ELSE pg_try_advisory_lock(hashtextextended('tasks_app.release', 0)) END;
+
+-- name: release_unlock
+SELECT pg_advisory_unlock(hashtextextended('tasks_app.release', 0));
+
 -- name: queue_runs
 -- pending -> queued, for those of the given runs still pending (released onto the broker).
 -- A run created while the release pass ran (after its now was read) is queued at its

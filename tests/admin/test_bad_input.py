@@ -69,7 +69,7 @@ CASES: dict[str, tuple[dict[str, str], str, str]] = {
     "rate limit of 0 a second": (
         {"rate_limit": "0/s"},
         "rate_limit",
-        "Use &lt;starts&gt;/&lt;period&gt;",
+        "Use <starts>/<period>",
     ),
     "rate limit per key without a key": (
         {"rate_limit_per_key": "5/m"},
