@@ -16,7 +16,7 @@ import tasks_app.validation
 
 # store.schema_sql() as this migration applied it (frozen), and its sha256.
 SCHEMA_FILE = Path(__file__).parent / "sql" / "0031_flow_limits.sql"
-SCHEMA_SHA256 = "56debd8dbedc3dceba6fd1f04295704e10097e9bf5788be99959d9fe5ac39cae"
+SCHEMA_SHA256 = "a35f4c581a200df78d162aac0d1b91ee70484add2ae47888095e343b5faef09a"
 PREVIOUS = Path(__file__).parent / "sql" / "0030_run_cancel_request.sql"
 
 

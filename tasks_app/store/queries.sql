@@ -182,8 +182,8 @@ UPDATE tasks_app_run
 -- on a queue that is not paused (no tasks_app_queuepause row for the run's queue, its own or
 -- its task's: whoever asked for it), when the task's overlap policy is allow or the caller
 -- has checked it under the task's lock (overlap_checked), and its flow control lets it
--- start (verdict: tasks_app_flow_verdict, once per statement, only for a queued run that
--- could otherwise start, of a task that has flow control). The task becomes running. Its
+-- start (tasks_app_flow_admits, asked last and only for a task that has flow control; its
+-- verdict, kept for the refusal, is read back there: tasks_app_flow_refusal). The task becomes running. Its
 -- next_run_at is computed
 -- from the state row being updated (s in task_running), never from a row the claim read:
 -- beat may have advanced a recurring task's next fire in between, and writing back the
@@ -210,19 +210,6 @@ UPDATE tasks_app_run
 -- claim the run again (docs/reliability.md).
 WITH async_commit AS (
     SELECT set_config('synchronous_commit', 'off', true)
-), verdict AS MATERIALIZED (
-    SELECT tasks_app_flow_verdict(
-               t, r.id, tasks_app_flow_key(t, COALESCE(r.payload, t.payload)), r.held,
-               r.not_before, %(now)s) AS refusal
-      FROM tasks_app_run AS r JOIN tasks_app_task AS t ON t.id = r.task_id
-      JOIN tasks_app_taskstate AS s ON s.task_id = r.task_id
-     WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued'
-       AND tasks_app_flow_controlled(t)
-       AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
-       AND NOT EXISTS (SELECT FROM tasks_app_queuepause AS q
-                        WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
-       AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
-       AND (r.expires_at IS NULL OR r.expires_at >= %(now)s) AND r.due_at <= %(now)s
 ), claimed AS (
     UPDATE tasks_app_run AS r
        SET status = 'running', started_at = %(now)s, heartbeat_at = %(now)s,
@@ -238,7 +225,11 @@ WITH async_commit AS (
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
        AND (r.expires_at IS NULL OR r.expires_at >= %(now)s)
        AND r.due_at <= %(now)s AND (r.not_before IS NULL OR r.not_before <= %(now)s)
-       AND (SELECT v.refusal FROM verdict AS v) IS NULL
+       AND CASE WHEN tasks_app_flow_controlled(t)
+                THEN tasks_app_flow_admits(
+                         t, r.id, tasks_app_flow_key(t, COALESCE(r.payload, t.payload)), r.held,
+                         r.not_before, %(now)s)
+                ELSE true END
  RETURNING {run_fields:r}, {claimed_task_fields:t}
 ), task_running AS (
     UPDATE tasks_app_taskstate AS s
@@ -258,7 +249,7 @@ WITH async_commit AS (
                               WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
                      THEN 'queue_paused'
                 WHEN t.overlap_policy <> 'allow' AND NOT %(overlap_checked)s THEN 'overlap'
-                ELSE coalesce((SELECT v.refusal FROM verdict AS v), 'not_queued') END
+                ELSE coalesce(tasks_app_flow_refusal(r.id), 'not_queued') END
       FROM (SELECT) AS one
       LEFT JOIN tasks_app_run AS r ON r.id = %(run_id)s
       LEFT JOIN tasks_app_task AS t ON t.id = r.task_id
@@ -303,9 +294,12 @@ WITH finished AS (
 )
 SELECT (SELECT status FROM finished),
        pg_advisory_unlock(hashtextextended(%(run_id)s::text, 0)),
-       (SELECT EXISTS (SELECT 1 FROM tasks_app_run AS w
-                        WHERE w.task_id = f.task_id AND w.status = 'pending' AND w.held <> '')
-          FROM finished AS f);
+       (SELECT CASE WHEN tasks_app_flow_controlled(t)
+                    THEN EXISTS (SELECT 1 FROM tasks_app_run AS w
+                                  WHERE w.task_id = f.task_id AND w.status = 'pending'
+                                    AND w.held <> '')
+                    ELSE false END
+          FROM finished AS f JOIN tasks_app_task AS t ON t.id = f.task_id);
 
 -- name: finish_run
 -- running -> failed, retrying or interrupted with the error, or cancelled when a person

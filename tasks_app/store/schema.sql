@@ -225,6 +225,30 @@ BEGIN
 END
 $$;
 
+-- Whether the run may start under its flow control (tasks_app_flow_verdict), for claim_run's
+-- condition: the verdict is kept for the statement's own refusal (the transaction's setting
+-- tasks_app.flow_verdict, "<run id>=<verdict>"), which must not ask again (a rate's
+-- reservation is taken once).
+CREATE OR REPLACE FUNCTION tasks_app_flow_admits(
+    t tasks_app_task, p_run uuid, p_key varchar, p_held varchar, p_not_before timestamptz,
+    p_now timestamptz
+) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    verdict text := tasks_app_flow_verdict(t, p_run, p_key, p_held, p_not_before, p_now);
+BEGIN
+    PERFORM set_config('tasks_app.flow_verdict', p_run::text || '=' || coalesce(verdict, ''), true);
+    RETURN verdict IS NULL;
+END
+$$;
+
+-- The verdict tasks_app_flow_admits kept for the run ``p_run`` in this transaction (NULL: none).
+CREATE OR REPLACE FUNCTION tasks_app_flow_refusal(p_run uuid)
+RETURNS text LANGUAGE sql VOLATILE AS $$
+    SELECT nullif(split_part(v, '=', 2), '')
+      FROM (SELECT current_setting('tasks_app.flow_verdict', true) AS v) AS s
+     WHERE split_part(v, '=', 1) = p_run::text
+$$;
+
 -- Every task has its state row, whichever way the task was inserted: created, not paused
 -- (a task is paused afterwards, by task_paused).
 CREATE OR REPLACE FUNCTION tasks_app_task_state_insert() RETURNS trigger LANGUAGE plpgsql AS $$
