@@ -197,7 +197,7 @@ def _claim_when_due(
     an ETA can end a few milliseconds before the instant (each process reads the clock to
     within half a round trip). Wait that out, up to ``EARLY_WAIT_SECONDS``, and claim again;
     a run due later is refused as ``early`` again."""
-    wait = (max(run.due_at, run.not_before or run.due_at) - now).total_seconds()
+    wait = (run.starts_at - now).total_seconds()
     if wait > EARLY_WAIT_SECONDS:
         return run, "early", now
     time.sleep(max(wait, 0.0))
