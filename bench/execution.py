@@ -50,7 +50,8 @@ def measure_ours(n: int, *, shape: str = "installed") -> dict[str, Any]:
     from celery import current_app
     from django.db.models import Max, Min
 
-    from tasks_app import queues, services
+    from tasks_app import services
+    from tasks_app.messaging import queues
     from tasks_app.models import Run, RunStatus
 
     _load_runs("exec", n, status="pending")

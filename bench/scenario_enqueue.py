@@ -32,7 +32,7 @@ round; per side the median over the rounds:
   afterwards;
 - ``floor``: one ``COPY`` of ``N`` rows, then ``N`` messages of the same kind published on
   one channel in confirm mode, every confirm drained, written as
-  ``tasks_app.dispatch.BatchPublisher`` writes a batch of one shape (Celery builds the first
+  ``tasks_app.messaging.dispatch.BatchPublisher`` writes a batch of one shape (Celery builds the first
   message, the others are its frames with their own id);
 - ``ox``: ``django_ox.bulk.enqueue_many`` of the same calls (``bulk_create`` in one
   transaction; it publishes nothing: the committed rows are its queue).
@@ -289,14 +289,14 @@ class FloorBulk:
             self.single.add(tag)
 
     def __call__(self, n: int) -> None:
-        from tasks_app.dispatch import MessageFrames
+        from tasks_app.messaging.dispatch import MessageFrames
 
         amqp, now = self.app.amqp, datetime.now(UTC)
         with self.pg.cursor() as cur, cur.copy(f"COPY {FLOOR_TABLE} (args, at) FROM STDIN") as copy:
             for i in range(n):
                 copy.write_row((f"[{i}]", now))
         # Celery builds the first message; the others are its frames with their own id, as
-        # tasks_app.dispatch.BatchPublisher writes a batch of one shape.
+        # tasks_app.messaging.dispatch.BatchPublisher writes a batch of one shape.
         frames, shape = MessageFrames(self.producer, lean=True), ("floor",)
         for i in range(n):
             task_id = str(uuid.uuid4())
@@ -354,9 +354,9 @@ def throughput_ours(n: int) -> dict[str, Any]:
     from django.db.models import Max, Min
 
     from bench.enqueue_functions import noop
-    from tasks_app.choices import RunStatus
     from tasks_app.django_tasks import enqueue_many
     from tasks_app.models import Run
+    from tasks_app.vocabulary.choices import RunStatus
 
     enqueue_many(noop, [((i,), {}) for i in range(n)])
     ended = Run.objects.filter(status__in=[RunStatus.COMPLETED, RunStatus.FAILED])
@@ -440,8 +440,8 @@ def lateness_ours(calls: int, max_delay: float) -> dict[str, Any]:
 
     from bench.anchors import pacing
     from bench.enqueue_functions import noop
-    from tasks_app.choices import RunStatus
     from tasks_app.models import Run
+    from tasks_app.vocabulary.choices import RunStatus
 
     def emit(i: int, delay: float) -> None:
         noop.using(run_after=timezone.now() + timedelta(seconds=delay)).enqueue(i)

@@ -28,7 +28,8 @@ def measure(n: int, *, limited: bool) -> dict[str, Any]:
     from django.db import connection
     from django.db.models import Max, Min
 
-    from tasks_app import queues, services
+    from tasks_app import services
+    from tasks_app.messaging import queues
     from tasks_app.models import Run, RunStatus, Task
 
     common.reset_tables()

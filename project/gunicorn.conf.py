@@ -2,7 +2,7 @@
 
 import os
 
-from tasks_app import hardening
+from tasks_app.runtime import hardening
 
 bind = f"{os.environ.get('HOST', '0.0.0.0')}:{os.environ.get('PORT', '8000')}"  # noqa: S104
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
@@ -15,5 +15,5 @@ accesslog = "-"
 def on_starting(server: object) -> None:
     """The web process is non-dumpable too (and its workers, which it forks): a program the
     ``exec`` action runs on the same machine as the same user cannot read its environment
-    (``tasks_app.hardening``)."""
+    (``tasks_app.runtime.hardening``)."""
     hardening.make_non_dumpable()

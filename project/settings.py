@@ -238,7 +238,7 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_SSL
 SECURE_HSTS_PRELOAD = SECURE_SSL
 # How many reverse proxies (load balancer, PaaS router, ...) stand in front of web, each
 # appending the address it saw to X-Forwarded-For. The one setting behind both the client
-# address (API throttling, login lockout, /metrics networks: tasks_app.client_address) and
+# address (API throttling, login lockout, /metrics networks: tasks_app.runtime.client_address) and
 # trusting X-Forwarded-Proto for HTTPS. 0: nothing from those headers is believed (a client
 # could forge them); 1 on a PaaS or behind one proxy you run.
 TRUSTED_PROXIES: int = DEPLOYMENT["TRUSTED_PROXIES"]
@@ -275,7 +275,7 @@ AXES_FAILURE_LIMIT = DEPLOYMENT["LOGIN_FAILURE_LIMIT"]
 AXES_COOLOFF_TIME = timedelta(seconds=DEPLOYMENT["LOGIN_COOLOFF_SECONDS"])
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_CLIENT_IP_CALLABLE = "tasks_app.client_address.client_ip"
+AXES_CLIENT_IP_CALLABLE = "tasks_app.runtime.client_address.client_ip"
 AXES_VERBOSE = False
 DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("DJANGO_MAX_BODY_BYTES", str(1024 * 1024)))
 

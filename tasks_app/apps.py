@@ -17,7 +17,7 @@ class TasksAppConfig(AppConfig):
         from .worker import startup  # noqa: F401  (a worker's connections, lanes, queue check)
 
         if apps.is_installed("knox"):  # else check tasks_app.E003 names it, not a traceback
-            from . import tokens  # noqa: F401  (a password change revokes the user's API tokens)
+            from .services import tokens  # noqa: F401  (a password change revokes the user's API tokens)
 
         # A bad TASKS_* value stops every process at start, naming the setting.
         app_settings.check()

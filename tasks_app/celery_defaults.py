@@ -7,9 +7,9 @@ Celery app, when Django loads the app (``TasksAppConfig.ready``):
 - :func:`celery_defaults` sit between the project's settings and Celery's own defaults: a
   project's own ``CELERY_*`` setting still wins, and :func:`check_celery_settings` names one that breaks a
   guarantee (``tasks_app.W004``);
-- the app's queue table (``tasks_app.queues.AMQP``: quorum queue arguments) is given to the
+- the app's queue table (``tasks_app.messaging.queues.AMQP``: quorum queue arguments) is given to the
   app unless the project chose another;
-- Celery's ``app.now()`` is the database's clock (``tasks_app.clock``), so the countdown of a
+- Celery's ``app.now()`` is the database's clock (``tasks_app.runtime.clock``), so the countdown of a
   message RabbitMQ delays (quorum queues) does not depend on the publishing host's clock;
 - :func:`check_celery_app` (``tasks_app.E006``) says when the project's Celery app is not
   loaded at all (``<project>/__init__.py`` does not import it): every publish would go to
@@ -35,11 +35,12 @@ from django.core import checks
 from django.core.checks import CheckMessage, register
 from django.core.exceptions import ImproperlyConfigured
 
-from . import clock, queues
 from .conf import app_settings
+from .messaging import queues
+from .runtime import clock
 
 CONSUMER_PATH = "tasks_app.worker.consumer:Consumer"
-AMQP_PATH = "tasks_app.queues:AMQP"
+AMQP_PATH = "tasks_app.messaging.queues:AMQP"
 INSTALL_DOC = "docs/install.md, step 4 (the Celery app)"
 # Brokers whose publishes the broker confirms (publisher confirms), as kombu calls them.
 
@@ -68,7 +69,7 @@ def celery_defaults() -> dict[str, Any]:
         # A run counts as published only once the broker confirmed it.
         "broker_transport_options": {"confirm_publish": True},
         # A publish that cannot reach the broker fails fast: the run stays pending and beat
-        # releases it again (tasks_app.dispatch).
+        # releases it again (tasks_app.messaging.dispatch).
         "task_publish_retry_policy": {
             "max_retries": 2,
             "interval_start": 0,
@@ -123,7 +124,7 @@ def apply(app: Celery) -> None:
     if "amqp" not in vars(app) and app.amqp_cls == Celery.amqp_cls:
         app.amqp_cls = AMQP_PATH
     # Celery's own "now" (a native delayed message's countdown, an ETA's conversion, the
-    # date of a result) is the database's, as every decision of the app (tasks_app.clock).
+    # date of a result) is the database's, as every decision of the app (tasks_app.runtime.clock).
     app.now = lambda: clock.now().astimezone(app.timezone)  # type: ignore[method-assign]
 
 

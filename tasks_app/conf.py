@@ -302,7 +302,7 @@ class AppSettings:
     CLOCK_SYNC_SECONDS = Number(
         30.0,
         "how often each process reads the database's clock again (between readings it "
-        "carries the last one forward on its monotonic clock: tasks_app.clock)",
+        "carries the last one forward on its monotonic clock: tasks_app.runtime.clock)",
         above=True,
     )
     CLOCK_SKEW_WARN_SECONDS = Number(

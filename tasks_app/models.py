@@ -4,7 +4,7 @@ Statuses only move through the named statements of ``tasks_app.store``, which th
 issue: an ORM write of ``Run.status`` or ``TaskState.status`` (``update()``, ``bulk_update()``,
 ``save()`` of a changed status) raises :class:`StatusWriteRefused`. Models carry no other
 side effects in ``save()``. The vocabularies (statuses, triggers, policies) are in
-``tasks_app.choices``.
+``tasks_app.vocabulary.choices``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from django.db import models
 from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
-from .choices import (
+from .conf import default_queue  # the field's default (migration 0001 names it here)
+from .vocabulary.choices import (
     ACTIVE_RUN_STATUSES,
     CANCELLABLE_RUN_STATUSES,
     EXPLICIT_TRIGGERS,
@@ -38,8 +39,7 @@ from .choices import (
     TaskStatus,
     Trigger,
 )
-from .conf import default_queue  # the field's default (migration 0001 names it here)
-from .validation import (
+from .vocabulary.validation import (
     DEFAULT_PRIORITY,
     NUMERIC_BOUNDS,
     TASK_ID_MAX_LENGTH,
@@ -52,7 +52,7 @@ from .validation import (
     flow_key_validator,
     rate_validator,
 )
-from .validation import bounds_validators as bounded
+from .vocabulary.validation import bounds_validators as bounded
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
@@ -374,7 +374,7 @@ class Task(models.Model):
         # '%X%') is served by two pg_trgm GIN indexes on those expressions, task_id_trgm_idx
         # and task_name_trgm_idx, created in SQL by migration 0017: Django spells an operator
         # class only with django.contrib.postgres installed, which this app does not require.
-        # One per guarded action kind (tasks_app.permissions): held by superusers only
+        # One per guarded action kind (tasks_app.services.permissions): held by superusers only
         # until granted, like every Django permission.
         permissions = [
             ("use_action_exec", "Can create, change and run tasks with the exec action"),
@@ -493,7 +493,7 @@ class Run(StatusGuarded):
     trigger = models.CharField(max_length=10, choices=Trigger.choices)
     # The action this run was made with, recorded when it is made: its payload and outcome
     # are masked by that action's secret fields for the run's whole life, whatever its task
-    # becomes (tasks_app.secret_fields). Blank (a row written by other tools): its task's.
+    # becomes (tasks_app.vocabulary.secret_fields). Blank (a row written by other tools): its task's.
     action = models.CharField(max_length=100, blank=True, default="", db_default="")
     # Who asked for it: a user's name, or what made it without one (choices.REQUESTERS).
     requested_by = models.CharField(
@@ -529,7 +529,7 @@ class Run(StatusGuarded):
     due_at = models.DateTimeField()
     expires_at = models.DateTimeField(null=True, blank=True)
     # One clock for a run's timeline (created <= queued <= started <= finished): the
-    # database's (tasks_app.clock), read by the process that records each step when it records
+    # database's (tasks_app.runtime.clock), read by the process that records each step when it records
     # it. A fire is created and queued at the instant of beat's tick (services.firing), hence
     # a default the service sets rather than auto_now_add, which would stamp it later than its
     # queuing (the default itself serves only ORM writes outside the services).
@@ -695,7 +695,7 @@ class Run(StatusGuarded):
     def timed(self) -> bool:
         """Whether this run's due instant was set (a schedule's fire, a delay, ``at``, a
         retry's backoff, a call's ``run_after``) rather than "as soon as possible": such a
-        run goes ahead of a backlog of the others (``tasks_app.queues.lane``). Not the next
+        run goes ahead of a backlog of the others (``tasks_app.messaging.queues.lane``). Not the next
         attempt of an interrupted run: it goes ahead in its queue by priority, where a worker
         whose pool process froze holds no free slot (it would take a lane's message)."""
         if self.interruptions:

@@ -66,7 +66,7 @@ def delete_queue(name: str) -> None:
     """Delete a broker queue a test session created, and its due lane; nothing for one that
     was never declared."""
     from project.celery import app
-    from tasks_app.queues import lane
+    from tasks_app.messaging.queues import lane
 
     for queue in (name, lane(name)):
         try:

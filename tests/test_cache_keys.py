@@ -10,8 +10,8 @@ from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
-from tasks_app.cache_keys import cache_key, database_digest
 from tasks_app.observability import health, metrics
+from tasks_app.runtime.cache_keys import cache_key, database_digest
 
 
 def test_two_databases_give_two_namespaces_and_one_database_one() -> None:

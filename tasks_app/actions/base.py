@@ -122,7 +122,7 @@ class Action:
         repr=False, compare=False, default=None
     )
     # The payload property naming where the request goes (``"url"``): the write-only values
-    # are bound to its origin and do not follow it elsewhere (``tasks_app.secret_fields``).
+    # are bound to its origin and do not follow it elsewhere (``tasks_app.vocabulary.secret_fields``).
     secrets_bound_to: str | None = None
 
     def schema_for_form(self) -> dict[str, JSON]:
@@ -179,7 +179,7 @@ def register(
     ``validate``, if given, is called with a payload that passed the schema and raises
     :class:`PayloadError` for anything else the action refuses at save time.
     ``permission`` (``"app_label.codename"``), if given, is what a user must hold to create,
-    change or run a task with this action (``tasks_app.permissions`` checks it).
+    change or run a task with this action (``tasks_app.services.permissions`` checks it).
     ``form_schema``, if given, returns the schema the admin's payload form is built from
     (``schema`` with choices only known at run time, such as registered names).
     ``secrets_bound_to``, if given, names the payload property holding the destination URL:

@@ -17,7 +17,7 @@ through the same check; when a redirect leaves the original origin, every header
 set is dropped (any of them may be a credential: ``Authorization``, ``X-Api-Key``, ...) and
 only the action's own (``User-Agent``, ``X-Task-Run-Id``, ``Content-Type``) go on; an edit of
 the task that moves ``url`` to another origin clears the headers unless they are sent again
-(``tasks_app.secret_fields``). No proxy from the environment is used.
+(``tasks_app.vocabulary.secret_fields``). No proxy from the environment is used.
 
 Outcome: 2xx and other non-error answers complete the run with the first 64 KiB of the body
 as output and ``{"status", "headers", "url", "redirects"}`` as result. 5xx, 408, 429,

@@ -10,7 +10,7 @@
   secrets (``DJANGO_SECRET_KEY``, ``DATABASE_URL``, tokens) are not there to leak. It runs
   in a fresh temporary directory with stdin closed.
 - **Not the worker's secrets by other means.** The worker is non-dumpable
-  (``tasks_app.hardening``), so a program running as the worker's user cannot read
+  (``tasks_app.runtime.hardening``), so a program running as the worker's user cannot read
   ``/proc/<worker>/environ`` or its memory. A worker running as root starts programs as
   ``TASKS_EXEC_USER`` (``nobody`` by default; primary group only), who cannot read root's
   processes or files. What this does not isolate: docs/actions.md#what-the-sandbox-isolates.

@@ -18,7 +18,7 @@
 
 Saves, buttons and actions go through ``tasks_app.services``; the admin holds no rules of its
 own, and service validation errors are shown next to their field (``Task.clean``). Who may do
-what is ``tasks_app.permissions`` (one table, checked by the services): the admin asks it
+what is ``tasks_app.services.permissions`` (one table, checked by the services): the admin asks it
 through Django's hooks (``has_<perm>_permission``, ``@admin.action(permissions=[...])``), so
 it offers only what the user may do, and a refusal is a message or a 403, never a write.
 
@@ -29,6 +29,6 @@ data), ``lists`` (what the long lists share; their paginator is
 ``tasks_app.selectors.paging``, the API's too).
 """
 
-from . import periodic, queues, runs, site, tasks, tokens
+from . import periodic, queues, runs, site, task_pages, tokens
 
-__all__ = ["periodic", "queues", "runs", "site", "tasks", "tokens"]
+__all__ = ["periodic", "queues", "runs", "site", "task_pages", "tokens"]

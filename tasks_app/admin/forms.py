@@ -9,11 +9,12 @@ from django import forms
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.forms.fields import InvalidJSONInput, JSONString
 
-from .. import actions, permissions, secret_fields, services, validation
+from .. import actions, services
 from ..models import Task
-from ..services import django_task_paths
+from ..services import django_task_paths, permissions
+from ..services.task_operations import schedule_makes_runs
 from ..services.task_rules import validate_task
-from ..services.tasks import schedule_makes_runs
+from ..vocabulary import secret_fields, validation
 
 
 def _action_choices(user: Any = None) -> list[tuple[str, str]]:

@@ -21,10 +21,11 @@ from django.db import connection
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 
-from .. import clock, selectors
-from ..cache_keys import cache_key
+from .. import selectors
 from ..models import Run, RunStatus, Task, TaskState, TaskStatus
 from ..observability import health
+from ..runtime import clock
+from ..runtime.cache_keys import cache_key
 
 CHART_MINUTES = 60
 LIST_LIMIT = 20

@@ -2,7 +2,7 @@
 it; *Add* pauses a queue (with a note), *Resume* (the list action, or deleting the pause)
 resumes it and releases its waiting runs. Every write goes through
 ``services.queue_pause`` / ``services.queue_resume``; who may do what is the pause row's own
-model permissions, answered by ``tasks_app.permissions``."""
+model permissions, answered by ``tasks_app.services.permissions``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from .. import permissions, selectors, services, validation
+from .. import selectors, services
 from ..models import QueuePause
+from ..services import permissions
+from ..vocabulary import validation
 from .views import instant
 
 

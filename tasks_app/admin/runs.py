@@ -18,7 +18,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django_celery_results.models import TaskResult
 
-from .. import permissions, secret_fields, selectors, services
+from .. import selectors, services
 from ..models import (
     CANCELLABLE_RUN_STATUSES,
     RETRYABLE_RUN_STATUSES,
@@ -27,6 +27,8 @@ from ..models import (
     RunStatus,
 )
 from ..selectors.paging import BoundedPaginator
+from ..services import permissions
+from ..vocabulary import secret_fields
 from . import attempts as attempts_view
 from .buttons import button_paths
 from .lists import SelectionCheckbox, task_column_filter

@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from ..choices import TASK_STATUS_MEANING
 from ..models import Task, TaskAuditEntry
+from ..vocabulary.choices import TASK_STATUS_MEANING
 from . import views as admin_views
 from .views import badge, duration, instant
 

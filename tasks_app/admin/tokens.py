@@ -1,4 +1,4 @@
-"""The API tokens page (django-rest-knox's model, ``tasks_app.tokens``): who holds a token,
+"""The API tokens page (django-rest-knox's model, ``tasks_app.services.tokens``): who holds a token,
 its first characters and its expiry, never anything that authenticates. Revoking is the
 delete permission; a new token is minted by a superuser here (shown once, in the message
 after saving) or with ``manage.py api_token create``: a token for another user is that
@@ -19,13 +19,13 @@ from django.apps import apps
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from .. import permissions
+from ..services import permissions
 
 if apps.is_installed("knox"):
     from knox.admin import AuthTokenAdmin
     from knox.models import AuthToken
 
-    from .. import tokens
+    from ..services import tokens
 
     if admin.site.is_registered(AuthToken):
         admin.site.unregister(AuthToken)

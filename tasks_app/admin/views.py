@@ -1,7 +1,7 @@
 """Admin pages beyond Django's CRUD, and how the admin shows things.
 
 - **Presentation rules, one place each**: the texts of instants, durations and schedules
-  are ``tasks_app.display``'s (the CLI's too); here :func:`instant` wraps an instant in a
+  are ``tasks_app.vocabulary.display``'s (the CLI's too); here :func:`instant` wraps an instant in a
   ``<time>`` element (``admin.js`` adds the viewer's local time and "3 min ago" on hover),
   :func:`badge` shows a status (colours live in ``admin.css`` only, charts included) and
   :func:`next_run_state` says what "Next run" truthfully is for each kind of task.
@@ -24,12 +24,15 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from .. import __version__, clock, permissions, secret_fields, selectors, validation
+from .. import __version__, selectors
 from ..conf import app_settings
-from ..display import duration, instant_text, schedule_in_words, zoned_instant_text
 from ..models import RECURRING, RunStatus, ScheduleType, Task
+from ..runtime import clock
+from ..services import permissions
 from ..services.task_rules import validate_task
 from ..timing import scheduling
+from ..vocabulary import secret_fields, validation
+from ..vocabulary.display import duration, instant_text, schedule_in_words, zoned_instant_text
 from . import overview
 
 PREVIEW_COUNT = 5

@@ -20,8 +20,8 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ..permissions import ActionNotPermitted, OperationNotPermitted
 from ..services import ConflictError
+from ..services.permissions import ActionNotPermitted, OperationNotPermitted
 
 NON_FIELD = "non_field_errors"
 # A message or field name longer than this is cut in its middle: messages may quote the

@@ -17,7 +17,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError, ValidationError
 from rest_framework.parsers import JSONParser
 
-from ..validation import JSONProblem, read_json
+from ..vocabulary.validation import JSONProblem, read_json
 from .errors import NON_FIELD, PayloadTooLarge
 
 

@@ -1,5 +1,5 @@
 """Who may call a route: each view names the operation of each method (``operations``:
-``{"GET": "list", "POST": "create"}``), and ``tasks_app.permissions.OPERATION_PERMISSIONS``
+``{"GET": "list", "POST": "create"}``), and ``tasks_app.services.permissions.OPERATION_PERMISSIONS``
 says what the operation needs, the same table the services, the admin and the CLI use.
 ``HEAD`` needs what ``GET`` needs; ``OPTIONS`` what ``GET`` needs, or the view's first method
 on a route without ``GET``. A method the view answers but does not name is refused."""
@@ -11,7 +11,7 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from .. import permissions
+from ..services import permissions
 
 
 def operation_of(view: Any, method: str) -> str | None:

@@ -1,4 +1,4 @@
-"""Input shapes of the API; the output shapes are in ``tasks_app.representations``."""
+"""Input shapes of the API; the output shapes are in ``tasks_app.selectors.representations``."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from django.db import models
 from django.utils import timezone
 from rest_framework import serializers
 
-from .. import actions, validation
+from .. import actions
 from ..models import RunStatus, ScheduleType, Task, TaskStatus, Trigger, task_id_validator
-from ..representations import JSONObjectField, RunOutputSerializer
 from ..selectors import MAX_PREVIEW
+from ..selectors.representations import JSONObjectField, RunOutputSerializer
 from ..services import TASK_FIELDS
+from ..vocabulary import validation
 
 RECURRING_SCHEDULE_CHOICES = [
     (ScheduleType.INTERVAL.value, ScheduleType.INTERVAL.label),
@@ -98,7 +99,7 @@ class StrictSerializerMixin:
         return super().to_internal_value(data)  # type: ignore[misc]
 
 
-# The numeric bounds come from the model fields' validators (tasks_app.validation's
+# The numeric bounds come from the model fields' validators (tasks_app.vocabulary.validation's
 # NUMERIC_BOUNDS), which DRF turns into min_value/max_value, so the OpenAPI document shows
 # them; the queue rule is stated here for the same reason (the services check it again for
 # the admin and the CLI). An interval longer than TASKS_MAX_DELAY_SECONDS but within the

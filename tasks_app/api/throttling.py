@@ -26,7 +26,7 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
 
-from ..cache_keys import cache_key
+from ..runtime.cache_keys import cache_key
 
 log = logging.getLogger(__name__)
 

@@ -32,16 +32,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .. import actions, permissions, selectors, services
+from .. import actions, selectors, services
 from ..models import Run, RunStatus, Task, Trigger
 from ..observability import health
-from ..representations import (
+from ..selectors.representations import (
     QueueSerializer,
     RunDetailSerializer,
     RunOutputSerializer,
     TaskCreatedSerializer,
     TaskOutputSerializer,
 )
+from ..services import permissions
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
 from .errors import ErrorSerializer, exception_handler
 from .pagination import Pagination, RunCursorPagination
@@ -139,7 +140,7 @@ class ApiView(ThrottledFirst, APIView):
     throttle_classes = [UserThrottle, AnonThrottle]
     # Lists are paginated; naming the class here also makes the schema show the envelope.
     pagination_class: type[BasePagination] = Pagination
-    # The operation of each method (``tasks_app.permissions.OPERATION_PERMISSIONS``).
+    # The operation of each method (``tasks_app.services.permissions.OPERATION_PERMISSIONS``).
     operations: dict[str, str] = {}
     schema = AutoSchema()
 

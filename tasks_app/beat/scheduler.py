@@ -44,9 +44,10 @@ from django.db.models import Case, Value, When
 from django_celery_beat.models import CrontabSchedule
 from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
-from .. import clock, selectors, services
+from .. import selectors, services
 from ..conf import app_settings
 from ..observability import health, metrics
+from ..runtime import clock
 from . import leadership, prune_thread, sweep
 from .fire_ahead import FireAhead
 

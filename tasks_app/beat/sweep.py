@@ -24,10 +24,10 @@ from datetime import datetime, timedelta
 from celery import current_app
 from django.db import close_old_connections
 
-from .. import clock
 from ..conf import app_settings
+from ..messaging.queues import lane
 from ..models import Run, RunStatus, run_queue
-from ..queues import lane
+from ..runtime import clock
 from ..services.run_recovery import run_expire_overdue, run_fail_stalled, run_requeue_lost
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from .. import clock
 from ..actions import (
     JSON,
     ActionError,
@@ -32,6 +31,7 @@ from ..actions import (
     register,
 )
 from ..models import Run
+from ..runtime import clock
 from ..services.django_task_paths import path_refusal, run_refusal
 from .framework import (
     ACTION,

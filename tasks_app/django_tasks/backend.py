@@ -9,11 +9,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from .. import clock
 from ..celery_defaults import project_app
 from ..models import Run
+from ..runtime import clock
 from ..services.django_task import django_task_enqueue, django_task_enqueue_many
-from ..validation import check_run_at, configured_queues, json_value_problem
+from ..vocabulary.validation import check_run_at, configured_queues, json_value_problem
 from .framework import (
     ACTION,
     DEFAULT_TASK_PRIORITY,

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 import django
 from django.utils.module_loading import import_string
 
-from ..validation import DEFAULT_PRIORITY, NUMERIC_BOUNDS, TASK_ID_MAX_LENGTH, TASK_ID_PATTERN
+from ..vocabulary.validation import (
+    DEFAULT_PRIORITY,
+    NUMERIC_BOUNDS,
+    TASK_ID_MAX_LENGTH,
+    TASK_ID_PATTERN,
+)
 
 if django.VERSION >= (6, 0) or TYPE_CHECKING:
     from django.tasks import (  # type: ignore[import-not-found,unused-ignore]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 # Rows stored before these bounds existed are brought inside them first (a catch-up window
 # of 10**9 s becomes 366 days, and so on), so that the CHECK constraints below hold for every
 # row and no later UPDATE of such a row (a claim, a fire) fails on them. The numbers are
-# tasks_app.validation.NUMERIC_BOUNDS as of this migration.
+# tasks_app.vocabulary.validation.NUMERIC_BOUNDS as of this migration.
 BOUNDS = {
     "priority": (0, 9),
     "max_retries": (0, 100),

@@ -12,7 +12,7 @@ import django.core.validators
 import django.db.models.deletion
 from django.db import migrations, models
 
-import tasks_app.validation
+import tasks_app.vocabulary.validation
 
 # store.schema_sql() as this migration applied it (frozen), and its sha256.
 SCHEMA_FILE = Path(__file__).parent / "sql" / "0031_flow_limits.sql"

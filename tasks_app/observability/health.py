@@ -33,10 +33,10 @@ from django.core.cache import cache
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
-from .. import clock
-from ..cache_keys import cache_key
 from ..checks import beat_scheduler_problem
 from ..conf import app_settings
+from ..runtime import clock
+from ..runtime.cache_keys import cache_key
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def process_name() -> str:
 
 
 def record_clock(name: str) -> None:
-    """Store how far this process's host clock is off the database's (``tasks_app.clock``),
+    """Store how far this process's host clock is off the database's (``tasks_app.runtime.clock``),
     at most every ``CLOCK_RECORD_SECONDS``; kept three periods. Never raises."""
     mono = time.monotonic()
     if mono < _clock_recorded.get(name, float("-inf")) + CLOCK_RECORD_SECONDS:
@@ -300,7 +300,7 @@ def check_workers() -> Check:
 def check_clock() -> Check:
     """Whether every process's host clock is within ``TASKS_CLOCK_SKEW_WARN_SECONDS`` of
     the database's. Advisory: the system keeps to the database's clock whatever the hosts
-    say (``tasks_app.clock``), so an offset never makes the system unhealthy."""
+    say (``tasks_app.runtime.clock``), so an offset never makes the system unhealthy."""
 
     def probe() -> dict[str, Any]:
         bound = app_settings.CLOCK_SKEW_WARN_SECONDS

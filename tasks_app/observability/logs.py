@@ -23,7 +23,7 @@ from collections.abc import MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..choices import EXECUTE_RUN
+from ..vocabulary.choices import EXECUTE_RUN
 
 RUN_FIELDS = ("run_id", "task_id", "attempt", "lateness_ms", "status", "trigger")
 # LogRecord's own attributes: everything else on a record came from ``extra``.

@@ -20,9 +20,9 @@ each see a slice. Instead every figure is read at scrape time from the shared st
 - ``tasks_beat_last_heartbeat_timestamp_seconds``: beat's last tick, from
   ``tasks_app.observability.health.last_beat_tick`` (beat writes it every tick);
   ``tasks_beat_tick_duration_seconds``: how long that tick took, written by beat through
-  :func:`beat_tick_record` (cache key ``tasks:<digest>:beat:tick``, ``tasks_app.cache_keys``);
+  :func:`beat_tick_record` (cache key ``tasks:<digest>:beat:tick``, ``tasks_app.runtime.cache_keys``);
   ``tasks_clock_skew_seconds{process}``: each process's host clock minus the database's
-  (``tasks_app.clock``; beat and workers record theirs in the cache, this process reads its
+  (``tasks_app.runtime.clock``; beat and workers record theirs in the cache, this process reads its
   own); ``tasks_cache_up``: 1, or 0 when the cache could not be reached (the scrape still answers
   200, those two unknown).
 - ``tasks_queue_paused{queue}``: 1 while the queue is paused (docs/flow-control.md), else 0;
@@ -37,7 +37,7 @@ each see a slice. Instead every figure is read at scrape time from the shared st
 Access: a request carrying ``Authorization: Bearer <TASKS_METRICS_TOKEN>`` (when that setting
 is non-empty), or one whose address lies in ``TASKS_METRICS_ALLOWED_NETWORKS`` (CIDRs, default
 loopback only; the address is the client's as ``TASKS_TRUSTED_PROXIES`` lets it be known:
-``tasks_app.client_address``). Anything else gets 401/403.
+``tasks_app.runtime.client_address``). Anything else gets 401/403.
 """
 
 from __future__ import annotations
@@ -60,12 +60,14 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from .. import clock, selectors, services, validation
-from ..cache_keys import cache_key
-from ..client_address import client_ip
+from .. import selectors, services
 from ..conf import app_settings, default_queue
 from ..models import Run, RunStatus, TaskState, TaskStatus, run_queue
+from ..runtime import clock
+from ..runtime.cache_keys import cache_key
+from ..runtime.client_address import client_ip
 from ..services.unique_calls import counts as unique_call_counts
+from ..vocabulary import validation
 from . import health
 
 log = logging.getLogger(__name__)

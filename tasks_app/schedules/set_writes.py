@@ -21,8 +21,8 @@ from typing import Any
 from django.db import connection, models
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from .. import clock, secret_fields
 from ..models import Run, ScheduleType, Task, TaskAuditEntry
+from ..runtime import clock
 from ..services.alarms import schedule_errors_clear
 from ..services.audit import plain
 from ..services.schedule_mirror import (
@@ -31,7 +31,8 @@ from ..services.schedule_mirror import (
     fires_ahead_drop,
     tasks_plan_fires,
 )
-from ..services.tasks import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
+from ..services.task_operations import FIRE_FIELDS, SCHEDULE_FIELDS, TASK_FIELDS
+from ..vocabulary import secret_fields
 
 BATCH = 5000
 

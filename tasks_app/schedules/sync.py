@@ -35,8 +35,8 @@ from ..conf import app_settings
 from ..models import Task
 from ..services import django_task_paths
 from ..services.audit import audit, plain
+from ..services.task_operations import TASK_FIELDS, task_delete, task_pause, task_save
 from ..services.task_rules import validate_task
-from ..services.tasks import TASK_FIELDS, task_delete, task_pause, task_save
 from . import set_writes
 from .definition import Schedule
 

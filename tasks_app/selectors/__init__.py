@@ -16,7 +16,7 @@ from .runs import (
     run_tally_totals,
     runs_held,
 )
-from .tasks import (
+from .task_reads import (
     MAX_PREVIEW,
     NEXT_RUN_PAUSED,
     NEXT_RUN_PAUSED_SHORT,

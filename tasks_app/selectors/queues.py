@@ -7,8 +7,8 @@ from datetime import datetime
 
 from django.db.models import Count
 
-from .. import validation
 from ..models import QueuePause, Run, RunStatus, run_queue
+from ..vocabulary import validation
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 
 from .. import store
 from ..models import FINAL_RUN_STATUSES, Run, RunStatus, RunTally
-from .tasks import FIRES_COUNTED, in_ranges
+from .task_reads import FIRES_COUNTED, in_ranges
 
 DEAD_STATUSES = (RunStatus.FAILED, RunStatus.EXPIRED)
 # The statuses that end a run for good: a ``retrying`` or ``interrupted`` attempt always has

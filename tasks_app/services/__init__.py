@@ -38,7 +38,7 @@ from .run_release import horizon, publish_runs, release_due_runs, release_fires_
 from .run_tally import run_tally_advance
 from .runs_prune import PruneReport, runs_prune
 from .schedule_mirror import EXECUTE_TASK, OWNED_ENTRY_PREFIX
-from .tasks import (
+from .task_operations import (
     TASK_FIELDS,
     definition_refusal,
     task_backfill,

@@ -15,15 +15,17 @@ from django.db import connections, transaction
 from django.db.models.base import ModelState
 from psycopg.types.json import Jsonb
 
-from .. import clock, store, validation
-from ..choices import REQUESTED_BY_CODE
+from .. import store
 from ..django_tasks.framework import ACTION, function_task_fields, function_task_id
 from ..models import Run, RunStatus, Task, Trigger
+from ..runtime import clock
+from ..vocabulary import validation
+from ..vocabulary.choices import REQUESTED_BY_CODE
 from .django_task_paths import ENQUEUED_BY
 from .errors import ConflictError
 from .run_create import run_create
 from .run_release import horizon, send_queued
-from .tasks import task_create
+from .task_operations import task_create
 from .unique_calls import policy_call
 
 T = TypeVar("T")

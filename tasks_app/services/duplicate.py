@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from .. import permissions
 from ..models import ScheduleType, Task
-from .tasks import TASK_FIELDS, task_create, task_pause
+from . import permissions
+from .task_operations import TASK_FIELDS, task_create, task_pause
 
 DUPLICATE_SUFFIX = "-copy"
 

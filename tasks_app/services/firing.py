@@ -35,10 +35,10 @@ from django.db.models import F
 from django_celery_beat.models import PeriodicTask
 
 from .. import store
-from ..choices import REQUESTED_BY_BEAT, REQUESTED_BY_SCHEDULE
 from ..models import RECURRING, Run, RunStatus, Task, Trigger
 from ..selectors import paused_filter, paused_queues
 from ..timing.task_schedule import fire_due_at, plan_task_fires
+from ..vocabulary.choices import REQUESTED_BY_BEAT, REQUESTED_BY_SCHEDULE
 from .alarms import schedule_error_raise
 from .run_create import new_run, runs_insert
 from .run_release import horizon, send_queued

@@ -30,8 +30,9 @@ from typing import Any
 
 from django.db import transaction
 
-from .. import clock, store
+from .. import store
 from ..models import EXPLICIT_TRIGGERS, HoldReason, Run, RunStatus, Task, TaskStatus
+from ..runtime import clock
 from .run_release import horizon, send_queued
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,10 @@ import logging
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from .. import clock, permissions, validation
 from ..models import QueuePause
+from ..runtime import clock
+from ..vocabulary import validation
+from . import permissions
 from .run_release import release_due_runs
 
 log = logging.getLogger(__name__)

@@ -9,10 +9,12 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q
 
-from .. import clock, permissions, store
+from .. import store
 from ..celery_defaults import project_app
 from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
 from ..observability.logs import run_log
+from ..runtime import clock
+from . import permissions
 from .errors import ConflictError
 from .run_release import enqueue_on_commit
 from .unique_calls import UniqueCall, key_take, unique_due_at

@@ -20,8 +20,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 from django.db import InterfaceError, OperationalError, connection, transaction
 
-from .. import actions, clock, permissions, secret_fields, store, validation
-from ..choices import REQUESTED_BY_RETRY
+from .. import actions, store
 from ..conf import app_settings
 from ..models import (
     OverlapPolicy,
@@ -31,13 +30,16 @@ from ..models import (
     Trigger,
 )
 from ..observability.logs import run_log
+from ..runtime import clock
 from ..selectors import paused_filter
-from . import flow
+from ..vocabulary import secret_fields, validation
+from ..vocabulary.choices import REQUESTED_BY_RETRY
+from . import flow, permissions
 from .audit import jsonable
 from .errors import ConflictError
 from .retry_policy import retry_delay, timed_out_error
 from .run_create import run_create, same_call
-from .tasks import task_pause
+from .task_operations import task_pause
 
 log = logging.getLogger(__name__)
 # The database is unreachable (restart, failover, network): worth waiting for, not a failure.

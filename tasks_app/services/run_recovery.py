@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from .. import dispatch, store
+from .. import store
 from ..conf import app_settings
+from ..messaging import dispatch
 from ..models import Run, RunStatus, run_queue
 from .retry_policy import run_timeout_seconds, timed_out_error
 from .run_lifecycle import run_fail, run_interrupt, runs_expire

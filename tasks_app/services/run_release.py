@@ -6,7 +6,7 @@ ETA messages however many future runs are stored. Runs due later stay ``pending`
 beat process releases them (:func:`release_due_runs`) as they come within the horizon.
 
 Publishing is a two-step hand-off: the run is marked ``queued`` (a conditional update from
-``pending``) and committed, then the message is sent (``tasks_app.dispatch``). If the send
+``pending``) and committed, then the message is sent (``tasks_app.messaging.dispatch``). If the send
 fails the run goes back to ``pending`` and is released again on a later tick, so a broker
 outage delays runs but loses none. A run whose message the broker itself refuses (a queue
 name it rejects) is told apart from an outage (``dispatch.isolate_refused``) and ``failed``
@@ -24,8 +24,9 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import Exists, Q
 
-from .. import clock, dispatch, store
+from .. import store
 from ..conf import app_settings
+from ..messaging import dispatch
 from ..models import (
     EXPLICIT_TRIGGERS,
     QueuePause,
@@ -35,6 +36,7 @@ from ..models import (
     Trigger,
     outer_run_queue,
 )
+from ..runtime import clock
 
 
 def horizon() -> timedelta:

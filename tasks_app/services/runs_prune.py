@@ -33,9 +33,11 @@ from typing import Any
 
 from django.db.models import Q
 
-from .. import clock, permissions, store
+from .. import store
 from ..conf import app_settings
 from ..models import FINAL_RUN_STATUSES, RunStatus, Task
+from ..runtime import clock
+from . import permissions
 
 log = logging.getLogger(__name__)
 

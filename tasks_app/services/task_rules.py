@@ -3,7 +3,7 @@ a schedule kind and the fields it needs, ``end_at`` after ``start_at``, jitter s
 the interval, a ``once`` instant checked against the clock only when it changes, a run's
 expiry after its due time, a stored task that may still run.
 
-They build on the field rules of ``tasks_app.validation`` (pure, also read by the models)
+They build on the field rules of ``tasks_app.vocabulary.validation`` (pure, also read by the models)
 and word nothing of their own that a field rule already words. The services run them before
 every write (:func:`task_check`); the admin form runs them to show each error next to its
 field.
@@ -16,11 +16,12 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from .. import actions, clock
-from ..choices import ScheduleType
+from .. import actions
 from ..models import Task
+from ..runtime import clock
 from ..timing import scheduling
-from ..validation import (
+from ..vocabulary.choices import ScheduleType
+from ..vocabulary.validation import (
     NEEDS_UNIQUE_ON,
     REQUIRED_FOR_SCHEDULE,
     check_delay,

@@ -33,10 +33,11 @@ from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from .. import store, validation
-from ..cache_keys import cache_key
+from .. import store
 from ..django_tasks.framework import resolve
 from ..models import RunStatus, Task
+from ..runtime.cache_keys import cache_key
+from ..vocabulary import validation
 
 log = logging.getLogger(__name__)
 

@@ -39,8 +39,8 @@ from django.db.models import Field, Model
 from django.db.models.base import DEFERRED
 from psycopg.types.json import Jsonb
 
-from ..choices import REQUESTED_BY_CODE
 from ..models import EXPLICIT_TRIGGERS, Run, RunStatus, Task, Trigger, allow_status_writes
+from ..vocabulary.choices import REQUESTED_BY_CODE
 
 __all__ = ["RUN_TRANSITIONS", "allow_status_writes", "schema_sql"]
 

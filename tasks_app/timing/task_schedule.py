@@ -10,8 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..choices import ScheduleType
 from ..conf import app_settings
+from ..vocabulary.choices import ScheduleType
 from . import policies, scheduling
 
 if TYPE_CHECKING:

@@ -38,9 +38,9 @@ from billiard.process import current_process
 from celery.signals import worker_process_init
 from django.db import close_old_connections, connection
 
-from .. import clock
 from ..actions import cancellation
 from ..conf import app_settings
+from ..runtime import clock
 from ..services.run_recovery import (
     run_cancel_requests,
     run_renew_leases,

@@ -5,21 +5,21 @@
   connection before and after each task unless ``CELERY_DB_REUSE_MAX`` is set, and Django
   closes one at each check when ``CONN_MAX_AGE`` is 0 (Django's default): a new Postgres
   connection (and server process) per run. In a worker the app keeps it instead, for
-  ``WORKER_CONN_MAX_AGE`` seconds, health-checked after idling (``tasks_app.tasks``), unless
+  ``WORKER_CONN_MAX_AGE`` seconds, health-checked after idling (``tasks_app.worker.celery_tasks``), unless
   the project set ``CELERY_DB_REUSE_MAX`` or a ``CONN_MAX_AGE`` of its own.
 - **Due lanes.** A worker consumes, beside each queue it consumes, that queue's due lane
-  (``tasks_app.queues.lane``), where runs whose due instant was set (schedule fires, delays,
+  (``tasks_app.messaging.queues.lane``), where runs whose due instant was set (schedule fires, delays,
   ``run_after``, retries) are published, so that none waits behind a backlog of runs due "as
   soon as possible".
 - **ETAs on the database's clock.** Celery turns a message's ETA into a monotonic deadline
   with the host's wall clock (``kombu.asynchronous.timer.to_timestamp``): a worker whose clock
   is an hour ahead would start a delayed run at once, one an hour behind would hold it an hour
-  late. The worker converts it with the database's clock instead (``tasks_app.clock``); once
+  late. The worker converts it with the database's clock instead (``tasks_app.runtime.clock``); once
   converted, the wait is monotonic and a later step of the wall clock does not move it.
   The clock is read before the worker consumes; how far the host's is off is logged once
   Celery has set up logging (a line with its level, in the worker's log format).
 - **Queue declarations checked** before consuming: a queue that exists with another type or
-  other arguments stops the worker with one line (``tasks_app.queues.explain``).
+  other arguments stops the worker with one line (``tasks_app.messaging.queues.explain``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from celery.signals import celeryd_after_setup, worker_init
 from celery.worker import strategy
 from django.conf import settings
 
-from .. import clock, queues
+from ..messaging import queues
+from ..runtime import clock
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ def etas_on_the_database_clock(**_: Any) -> None:
 @celeryd_after_setup.connect
 def clock_offset_logged(**_: Any) -> None:
     """Once Celery has set up logging: say whether this host's clock is off the database's
-    (a WARNING past ``TASKS_CLOCK_SKEW_WARN_SECONDS``, ``tasks_app.clock``)."""
+    (a WARNING past ``TASKS_CLOCK_SKEW_WARN_SECONDS``, ``tasks_app.runtime.clock``)."""
     clock.skew_seconds()
 
 

@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import RunStatus, Task
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.actions.conftest import CELERY_TASK_PATTERNS
 from tests.actions.helpers import execute_in_process, finished
 from tests.processes import wait_until

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ValidationError
 
-from tasks_app import actions, hardening, services
+from tasks_app import actions, services
 from tasks_app.actions.program import run_program
 from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus
+from tasks_app.runtime import hardening
 from tests.actions.conftest import WORKER_EXEC_ALLOWLIST
 from tests.actions.helpers import context, finished
 from tests.processes import ROOT, Proc, wait_until
@@ -270,7 +271,7 @@ def test_an_unknown_exec_user_fails_the_run_instead_of_running_as_root(settings:
 READ_OWN_ENVIRON = """
 import os, subprocess, sys
 sys.path.insert(0, sys.argv[1])
-from tasks_app import hardening
+from tasks_app.runtime import hardening
 if sys.argv[2] == "harden":
     hardening.make_non_dumpable()
 done = subprocess.run(["cat", f"/proc/{os.getpid()}/environ"], capture_output=True)

@@ -17,9 +17,10 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from tasks_app import actions, secret_fields, services
+from tasks_app import actions, services
 from tasks_app.actions import base
 from tasks_app.models import RunStatus, Task
+from tasks_app.vocabulary import secret_fields
 from tests.actions.conftest import LOOPBACK_ONLY, Listener
 from tests.actions.helpers import execute_in_process
 from tests.shared import form

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.admin import overview
-from tasks_app.cache_keys import cache_key
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus
+from tasks_app.runtime.cache_keys import cache_key
 from tests.stored_rows import state_set
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""API tokens minted in the admin follow the one rule of ``tasks_app.tokens`` (the CLI's):
+"""API tokens minted in the admin follow the one rule of ``tasks_app.services.tokens`` (the CLI's):
 an expiry left blank is ``TASKS_API_TOKEN_DAYS`` from now, none is later than 366 days,
 and the token shown once works; a user whose password is made unusable, changed, or who is
 deactivated, loses the tokens, through the admin's user form and in code alike."""
@@ -16,7 +16,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from django.contrib.auth.models import Permission, User
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 
 
 def user_with(username: str, *codenames: str) -> User:

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Task, TaskState
-from tasks_app.validation import too_deep_at
+from tasks_app.vocabulary.validation import too_deep_at
 from tests.stored_rows import counts
 
 pytestmark = pytest.mark.django_db

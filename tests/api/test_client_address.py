@@ -8,7 +8,7 @@ from django.conf import settings
 from django.test import RequestFactory, override_settings
 from rest_framework.test import APIClient
 
-from tasks_app.client_address import client_ip
+from tasks_app.runtime.client_address import client_ip
 
 pytestmark = pytest.mark.django_db
 

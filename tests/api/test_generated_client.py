@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.processes import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -20,7 +20,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app.observability import health
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

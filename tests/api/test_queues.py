@@ -8,9 +8,10 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
-from tasks_app import services, validation
+from tasks_app import services
 from tasks_app.models import QueuePause, Run, RunStatus
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
+from tasks_app.vocabulary import validation
 from tests.api.conftest import user_with
 from tests.shared import assert_error
 

@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

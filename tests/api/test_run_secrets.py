@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.api.conftest import user_with
 from tests.stored_rows import run_set
 

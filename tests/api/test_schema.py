@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.definitions import OPENAPI_30
 
 from tasks_app import services
 from tasks_app.api.schema import RUN_OPERATIONS, TASK_OPERATIONS
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.shared import STATIC
 
 pytestmark = pytest.mark.django_db

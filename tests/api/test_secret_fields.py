@@ -13,7 +13,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from tasks_app.models import Task, TaskAuditEntry
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 

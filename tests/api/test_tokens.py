@@ -1,4 +1,4 @@
-"""API tokens (django-rest-knox, ``tasks_app.tokens``), probed with users of graded
+"""API tokens (django-rest-knox, ``tasks_app.services.tokens``), probed with users of graded
 permissions: no page, answer or row holds a usable token; a token stops working after a
 password change and after its expiry."""
 
@@ -20,7 +20,7 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from tasks_app import services
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 
 pytestmark = pytest.mark.django_db
 

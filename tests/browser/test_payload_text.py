@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from rest_framework.test import APIClient
 
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 PASSWORD = "pw-Root-2026"

@@ -14,9 +14,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 from tasks_app.beat.scheduler import TaskScheduler
-from tasks_app.cache_keys import cache_key
 from tasks_app.checks import check_beat_scheduler, warn_on_foreign_scheduler
 from tasks_app.observability import health
+from tasks_app.runtime.cache_keys import cache_key
 
 
 class OurSchedulerExtended(TaskScheduler):

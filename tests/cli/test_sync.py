@@ -22,7 +22,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app.models import Run, Task, TaskAuditEntry, Trigger
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.processes import ROOT, process_env, wait_until
 
 _numbers = itertools.count()

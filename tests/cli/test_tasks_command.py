@@ -14,9 +14,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.display import relative
 from tasks_app.management.cli.arguments import duration
 from tasks_app.models import Run, Task, TaskAuditEntry
+from tasks_app.vocabulary.display import relative
 from tests.processes import wait_until
 from tests.shared import cli
 from tests.stored_rows import run_set

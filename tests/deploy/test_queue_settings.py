@@ -1,4 +1,4 @@
-"""``TASKS_QUEUE_TYPE`` (tasks_app/queues.py): what each process declares, and the settings it
+"""``TASKS_QUEUE_TYPE`` (tasks_app/messaging/queues.py): what each process declares, and the settings it
 refuses. In fresh subprocesses with a clean environment, as a deployment starts (the real
 quorum queue at work: tests/e2e/test_quorum_queues.py)."""
 

@@ -185,7 +185,7 @@ def warned(proc: Proc, offset: float, *, since: int = 0) -> None:
 def staff_token() -> str:
     from django.contrib.auth import get_user_model
 
-    from tasks_app.tokens import token_create
+    from tasks_app.services.tokens import token_create
 
     user = get_user_model().objects.create_superuser(
         f"ops-{uuid.uuid4().hex[:8]}", "ops@example.com", uuid.uuid4().hex

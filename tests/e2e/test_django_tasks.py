@@ -24,7 +24,7 @@ from tasks_app import services
 from tasks_app.django_tasks import TaskResultStatus, enqueue_many
 from tasks_app.models import Run, RunStatus
 from tasks_app.schedules.sync import schedules_sync
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.django_tasks import functions
 from tests.processes import ROOT, process_env, wait_until
 

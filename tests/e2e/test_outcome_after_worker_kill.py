@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import selectors
 from tasks_app.models import Run, RunStatus
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.processes import ROOT, Proc, process_env, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

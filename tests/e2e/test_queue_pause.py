@@ -4,7 +4,7 @@ broker before the pause and reach the worker during it); none starts, none is lo
 Once resumed, every one of them completes, in due order, with the wait in its lateness.
 
 The worker runs one process, so the order runs start in is the order the broker hands them
-out. A queue has two lanes (``tasks_app.queues.lane``): runs due "as soon as possible" (run
+out. A queue has two lanes (``tasks_app.messaging.queues.lane``): runs due "as soon as possible" (run
 now) go to the queue, runs whose instant was set (a delay, a fire) to its due lane, and a
 worker takes from both in turn; so the order is checked within each lane."""
 
@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from tasks_app import clock, services
+from tasks_app import services
 from tasks_app.models import QueuePause, Run, RunStatus, Trigger
+from tasks_app.runtime import clock
 from tests.processes import Proc, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

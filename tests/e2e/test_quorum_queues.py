@@ -1,5 +1,5 @@
 """End to end with ``TASKS_QUEUE_TYPE=quorum``: real worker, beat and publisher processes on a
-RabbitMQ quorum queue (tasks_app/queues.py, docs/operations.md#quorum-queues).
+RabbitMQ quorum queue (tasks_app/messaging/queues.py, docs/operations.md#quorum-queues).
 
 The test process itself runs with the session's classic settings, so every message here is
 published by a process started in quorum mode: beat (recurring fires, delayed runs it
@@ -18,8 +18,8 @@ from django.conf import settings
 from kombu import Connection, Exchange, Queue
 
 from tasks_app import services
+from tasks_app.messaging.queues import quorum_arguments
 from tasks_app.models import Run, RunStatus
-from tasks_app.queues import quorum_arguments
 from tests.processes import ROOT, process_env, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import InterfaceError, OperationalError, connection
 from rest_framework.test import APIClient
 
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.processes import Proc
 
 # Short windows so a lost worker is noticed in seconds (production defaults: 10 s / 60 s).

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from tasks_app import dispatch, services
+from tasks_app import services
+from tasks_app.messaging import dispatch
 from tasks_app.models import Run, RunStatus
 from tests.processes import wait_until
 

@@ -8,8 +8,9 @@ from celery import current_app
 from django.conf import settings
 from django.utils import timezone
 
-from tasks_app import dispatch, services
+from tasks_app import services
 from tasks_app.beat import sweep
+from tasks_app.messaging import dispatch
 from tasks_app.models import Run, RunStatus
 from tests.effects.models import Effect, Execution
 from tests.processes import wait_until

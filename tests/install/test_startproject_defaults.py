@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Task
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.shared import form
 
 pytestmark = pytest.mark.django_db

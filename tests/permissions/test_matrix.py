@@ -690,8 +690,8 @@ CELLS: dict[str, dict[str, Cell]] = {
 
 def test_the_grid_covers_every_operation_and_cli_verb() -> None:
     """No operation of the permission table and no CLI verb is left out of the matrix."""
-    from tasks_app import permissions
     from tasks_app.management.commands.tasks import Command
+    from tasks_app.services import permissions
 
     assert set(permissions.OPERATION_PERMISSIONS) <= set(CELLS)
     assert set(CELLS) == set(ALLOWED)

@@ -9,8 +9,9 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from tasks_app import permissions, services
+from tasks_app import services
 from tasks_app.models import Run, Task
+from tasks_app.services import permissions
 
 pytestmark = pytest.mark.django_db
 

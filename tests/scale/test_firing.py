@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.beat.sweep import ready_messages
+from tasks_app.messaging.queues import lane
 from tasks_app.models import Run, RunStatus, Task, TaskState
-from tasks_app.queues import lane
 from tests.processes import delete_queue, wait_until
 from tests.scale.conftest import assert_unbroken, bulk_interval_tasks, fire_instants, leaders
 

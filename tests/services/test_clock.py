@@ -1,4 +1,4 @@
-"""The one clock (``tasks_app.clock``): the database's "now", whatever the host's clock says.
+"""The one clock (``tasks_app.runtime.clock``): the database's "now", whatever the host's clock says.
 
 In-process: the host's wall clock is shifted by patching ``time.time`` (what the offset is
 measured against); the database and its clock are real. tests/e2e/test_clock_steps.py steps
@@ -19,10 +19,11 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tasks_app import clock, services
-from tasks_app.cache_keys import cache_key
+from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tasks_app.observability import health
+from tasks_app.runtime import clock
+from tasks_app.runtime.cache_keys import cache_key
 from tasks_app.worker.startup import eta_deadline
 from tests.shared import queued_run
 from tests.stored_rows import run_set
@@ -58,7 +59,7 @@ def test_a_host_clock_an_hour_ahead_changes_no_now_and_is_reported(
 ) -> None:
     clock.read()
     assert abs((clock.now() - database_now()).total_seconds()) < 0.05
-    with caplog.at_level(logging.WARNING, logger="tasks_app.clock"):
+    with caplog.at_level(logging.WARNING, logger="tasks_app.runtime.clock"):
         skew = clock.skew_seconds()
     assert skew is not None and 3599 < skew < 3601
     assert "ahead of the database's" in caplog.text

@@ -12,9 +12,9 @@ import pytest
 from celery import current_app
 from django.utils import timezone
 
-from tasks_app import dispatch
+from tasks_app.messaging import dispatch
+from tasks_app.messaging.queues import lane
 from tasks_app.models import Run, Task
-from tasks_app.queues import lane
 
 QUEUE = "test-dispatch-compare"
 

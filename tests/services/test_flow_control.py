@@ -8,8 +8,9 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ValidationError
 
-from tasks_app import clock, services
+from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
+from tasks_app.runtime import clock
 from tasks_app.services import flow
 from tasks_app.services.run_lifecycle import run_claim, run_complete
 from tests.shared import queued_run
@@ -123,7 +124,7 @@ def test_held_runs_are_shown_with_why_in_the_api_metrics_and_overview(client) ->
     from django.urls import reverse
     from rest_framework.test import APIClient
 
-    from tasks_app.tokens import token_create
+    from tasks_app.services.tokens import token_create
     from tests.shared import scrape
 
     task = _task(flow_key="customer", concurrency_limit=1)

@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from tasks_app.django_tasks import enqueue_many
 from tasks_app.models import Run, Task
 from tasks_app.schedules.sync import SchedulesError, schedules_sync
-from tasks_app.tokens import token_create
+from tasks_app.services.tokens import token_create
 from tests.django_tasks import functions
 from tests.shared import form as task_form
 from tests.stored_rows import counts

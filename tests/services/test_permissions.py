@@ -1,4 +1,4 @@
-"""Per-action permissions (``tasks_app.permissions``) through the admin, the API and the CLI.
+"""Per-action permissions (``tasks_app.services.permissions``) through the admin, the API and the CLI.
 
 The matrix: each guarded action kind (exec, command, http, email) × a user holding every
 task and run permission with or without ``tasks_app.use_action_<kind>`` × each entry point.
@@ -25,9 +25,10 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tasks_app import actions, permissions, services
+from tasks_app import actions, services
 from tasks_app.models import RunStatus, Task
-from tasks_app.tokens import token_create
+from tasks_app.services import permissions
+from tasks_app.services.tokens import token_create
 from tests.processes import ROOT, process_env
 from tests.shared import form
 from tests.stored_rows import run_set

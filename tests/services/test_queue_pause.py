@@ -14,9 +14,11 @@ from django.contrib.auth.models import Permission, User
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from tasks_app import permissions, services, validation
+from tasks_app import services
 from tasks_app.models import QueuePause, Run, RunStatus, Task, TaskStatus, Trigger
+from tasks_app.services import permissions
 from tasks_app.services.run_recovery import run_expire_overdue
+from tasks_app.vocabulary import validation
 from tests.django_tasks import functions
 from tests.shared import queued_run
 from tests.stored_rows import run_set

@@ -1,4 +1,4 @@
-"""Where a task's rules live: the field rules (``tasks_app.validation``) are pure, so a model
+"""Where a task's rules live: the field rules (``tasks_app.vocabulary.validation``) are pure, so a model
 may run them without touching the database; the rules that span fields or read what is
 stored (``tasks_app.services.task_rules``) run in the services and in the admin form."""
 
@@ -15,8 +15,9 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 from django.utils import timezone
 
-from tasks_app import services, validation
+from tasks_app import services
 from tasks_app.models import Task
+from tasks_app.vocabulary import validation
 from tests.shared import form
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -295,7 +295,7 @@ class Soak:
         from django.contrib.auth import get_user_model
 
         from tasks_app import services
-        from tasks_app.tokens import token_create
+        from tasks_app.services.tokens import token_create
 
         tag = uuid.uuid4().hex[:6]
         make = services.task_create

@@ -21,7 +21,7 @@ from kombu.asynchronous.timer import Timer
 from kombu.common import QoS
 
 from project.celery import app
-from tasks_app import tasks  # noqa: F401  (registers tasks_app.execute_run)
+from tasks_app.worker import celery_tasks  # noqa: F401  (registers tasks_app.execute_run)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from tasks_app import validation
+from tasks_app.vocabulary import validation
 
 DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)?\s*$", re.IGNORECASE)
 MAX_LIMIT = 10_000  # rows a list prints at most

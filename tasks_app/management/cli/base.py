@@ -13,13 +13,14 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks_app import permissions, selectors, services
-from tasks_app.display import duration as display_duration
-from tasks_app.display import relative
+from tasks_app import selectors, services
 from tasks_app.models import Run, Task
 from tasks_app.observability.logs import quiet_console
+from tasks_app.services import permissions
+from tasks_app.vocabulary.display import duration as display_duration
+from tasks_app.vocabulary.display import relative
 
-from ... import clock
+from ...runtime import clock
 from .arguments import is_uuid
 from .output import one_line, table
 

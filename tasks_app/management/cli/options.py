@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from tasks_app import selectors, validation
+from tasks_app import selectors
 from tasks_app.models import RunStatus, ScheduleType, TaskStatus, Trigger
+from tasks_app.vocabulary import validation
 
 from .arguments import MAX_LIMIT, argv, bounded_int, duration, instant, json_object, limit
 

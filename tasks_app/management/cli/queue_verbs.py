@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tasks_app import selectors, services
-from tasks_app.display import relative
-from tasks_app.representations import QueueSerializer
+from tasks_app.selectors.representations import QueueSerializer
+from tasks_app.vocabulary.display import relative
 
 from .base import CliCommand
 from .output import table

@@ -8,12 +8,13 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from tasks_app import secret_fields, selectors, services
-from tasks_app.display import relative
+from tasks_app import selectors, services
 from tasks_app.models import Run, RunStatus
-from tasks_app.representations import RunDetailSerializer, RunOutputSerializer
+from tasks_app.selectors.representations import RunDetailSerializer, RunOutputSerializer
+from tasks_app.vocabulary import secret_fields
+from tasks_app.vocabulary.display import relative
 
-from ... import clock
+from ...runtime import clock
 from .arguments import WAIT_POLL_SECONDS
 from .base import CliCommand
 from .output import table

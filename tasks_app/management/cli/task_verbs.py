@@ -8,14 +8,15 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from tasks_app import secret_fields, selectors, services
-from tasks_app.display import flow_control_text, relative, schedule_brief
+from tasks_app import selectors, services
 from tasks_app.models import Trigger
-from tasks_app.representations import (
+from tasks_app.selectors.representations import (
     RunOutputSerializer,
     TaskCreatedSerializer,
     TaskOutputSerializer,
 )
+from tasks_app.vocabulary import secret_fields
+from tasks_app.vocabulary.display import flow_control_text, relative, schedule_brief
 
 from .arguments import whole_seconds
 from .base import CliCommand

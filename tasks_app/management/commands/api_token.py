@@ -1,4 +1,4 @@
-"""``manage.py api_token create|list|revoke USER``: API tokens (``tasks_app.tokens``).
+"""``manage.py api_token create|list|revoke USER``: API tokens (``tasks_app.services.tokens``).
 
 A token is printed once, by ``create``; only its first characters and a digest are stored,
 so ``list`` shows those and the expiry, never a usable token. A password change revokes all
@@ -12,8 +12,8 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tasks_app import tokens
 from tasks_app.observability.logs import quiet_console
+from tasks_app.services import tokens
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ with the run's outcome: 0 completed, 1 failed / expired / cancelled / skipped, 2
 Who acts: whoever can run ``manage.py`` holds the database credentials and the secret key,
 so by default the CLI is a trusted operator (every permission; the audit trail records
 ``cli:<login name>``). ``--as USER`` acts as that Django user instead: each verb is the
-operation of the same name in ``tasks_app.permissions.OPERATION_PERMISSIONS`` (``runs ID``:
+operation of the same name in ``tasks_app.services.permissions.OPERATION_PERMISSIONS`` (``runs ID``:
 ``task_runs``), checked before anything is read, and the services check the user again
 (the task's action, a run created by a change), exactly as for the admin and the API.
 """

@@ -14,13 +14,14 @@ from celery.exceptions import Reject, SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.signals import beat_init, task_prerun, worker_init, worker_process_init, worker_ready
 from django.db import close_old_connections, connection
 
-from . import hardening, services
-from .choices import EXECUTE_RUN
-from .models import Run, Task, Trigger
-from .observability import health  # noqa: F401  (starts the worker heartbeat)
-from .services.retry_policy import timed_out_error
-from .services.run_lifecycle import DB_ERRORS, run_lost
-from .worker import (
+from .. import services
+from ..models import Run, Task, Trigger
+from ..observability import health  # noqa: F401  (starts the worker heartbeat)
+from ..runtime import hardening
+from ..services.retry_policy import timed_out_error
+from ..services.run_lifecycle import DB_ERRORS, run_lost
+from ..vocabulary.choices import EXECUTE_RUN
+from . import (
     recovery,
     shutdown,  # noqa: F401  (the worker's shutdown grace)
 )
@@ -61,7 +62,7 @@ def make_non_dumpable(**_: Any) -> None:
     """The worker's main process before it forks its pool, each pool process again (what a
     fork inherits, a pool restarted by another path gets too), and beat: none can be read
     through ``/proc`` or ptrace by a same-user program, e.g. one the ``exec`` action runs
-    (``tasks_app.hardening``)."""
+    (``tasks_app.runtime.hardening``)."""
     hardening.make_non_dumpable()
 
 

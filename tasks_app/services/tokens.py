@@ -31,7 +31,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 from knox.settings import CONSTANTS
 
-from .conf import app_settings
+from ..conf import app_settings
 
 # The longest life a token may be given, whatever is asked for.
 MAX_TOKEN_DAYS = 366

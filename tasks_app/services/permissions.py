@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from django.core.exceptions import PermissionDenied
 
-from . import actions
+from .. import actions
 
 # What a user needs, per operation (codenames of ``tasks_app`` model permissions).
 OPERATION_PERMISSIONS: dict[str, list[str]] = {

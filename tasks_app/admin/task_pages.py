@@ -17,15 +17,17 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.safestring import SafeString
 
-from .. import permissions, secret_fields, selectors, services, validation
+from .. import selectors, services
 from ..models import (
     Run,
     Task,
     Trigger,
 )
 from ..selectors.paging import BoundedPaginator
-from ..services.tasks import EXECUTION_FIELDS, FLOW_FIELDS, POLICY_FIELDS
+from ..services import permissions
+from ..services.task_operations import EXECUTION_FIELDS, FLOW_FIELDS, POLICY_FIELDS
 from ..timing import scheduling
+from ..vocabulary import secret_fields, validation
 from . import views as admin_views
 from .buttons import button_paths
 from .forms import TaskForm, action_schemas

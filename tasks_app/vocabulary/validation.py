@@ -21,13 +21,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.utils import timezone
 
-from . import clock
+from ..conf import app_settings
+from ..runtime import clock
+from ..timing import scheduling
 from .choices import ScheduleType
-from .conf import app_settings
-from .timing import scheduling
 
 if TYPE_CHECKING:
-    from .models import Task
+    from ..models import Task
 
 # --- numeric bounds -------------------------------------------------------------------------
 # Every number a task carries has a range that its integer column and Python's date

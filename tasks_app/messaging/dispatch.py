@@ -22,11 +22,11 @@ from celery import current_app, signals
 from kombu import Queue
 from kombu.exceptions import OperationalError
 
+from ..conf import app_settings
+from ..models import Run
+from ..vocabulary.choices import EXECUTE_RUN
+from ..vocabulary.validation import NUMERIC_BOUNDS
 from . import queues
-from .choices import EXECUTE_RUN
-from .conf import app_settings
-from .models import Run
-from .validation import NUMERIC_BOUNDS
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def _delay(run: Run, now: datetime) -> float:
 
 def target(run: Run) -> str:
     """The queue ``run``'s message goes to: its queue's due lane when its due instant was set
-    (``Run.timed``), else its queue (``tasks_app.queues.lane``)."""
+    (``Run.timed``), else its queue (``tasks_app.messaging.queues.lane``)."""
     if run.timed and BatchPublisher.supported(current_app):  # RabbitMQ; see queues.lane
         return queues.lane(run.queue_name)
     return run.queue_name
@@ -102,7 +102,7 @@ def isolate_refused(runs: list[Run], *, now: datetime) -> tuple[list[UUID], dict
     Returns ``(failed, refused)``: the runs to hand back for a later release (the broker is
     unreachable: probing stops at the first connection error, so an outage costs one
     attempt, not one per run) and, per refused run, the broker's reason. A queue that
-    exists with other arguments than this deployment declares (``tasks_app.queues.explain``)
+    exists with other arguments than this deployment declares (``tasks_app.messaging.queues.explain``)
     is not the run's fault: its runs stay pending, as docs/operations.md says. A refusal
     closes the channel, so the next run gets a fresh connection.
     """

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
-from .conf import app_settings
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from . import secret_fields
-from .models import Run, RunStatus, Task, TaskStatus, Trigger
-from .selectors import OUTCOME_STATUSES, task_next_run_at
-from .services import TASK_FIELDS
+from ..models import Run, RunStatus, Task, TaskStatus, Trigger
+from ..services import TASK_FIELDS
+from ..vocabulary import secret_fields
+from . import OUTCOME_STATUSES, task_next_run_at
 
 
 @extend_schema_field(

@@ -38,7 +38,7 @@ from kombu.transport.native_delayed_delivery import (
     declare_native_delayed_delivery_exchanges_and_queues,
 )
 
-from .conf import app_settings
+from ..conf import app_settings
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,12 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.models import Max, Q, QuerySet
 
-from .. import clock, store, validation
+from .. import store
 from ..models import Run, RunStatus, ScheduleType, Task, TaskStatus, Trigger
+from ..runtime import clock
 from ..timing import policies, scheduling
 from ..timing.task_schedule import first_fire, policy_of, schedule_of
+from ..vocabulary import validation
 
 MAX_PREVIEW = 100
 # The most fires beat counts per read when preparing a busy instant (beat.fire_ahead).

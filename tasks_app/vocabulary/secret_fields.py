@@ -8,7 +8,7 @@ CLI, the admin and the audit trail show the string ``"set"`` in its place.
 Sending ``"set"`` back (a client that read a task, changed another field and wrote the
 payload back, or the admin form) keeps the stored value; any other value replaces it; leaving
 the property out removes it, as for any payload property. Changing a task is already
-reserved to users who may use its action (``tasks_app.permissions``), so changing a secret
+reserved to users who may use its action (``tasks_app.services.permissions``), so changing a secret
 needs the action's permission too.
 
 A secret is bound to where it is sent. An action that names its destination
@@ -29,7 +29,7 @@ be a credential, they would blank out ordinary text.
 A run's own payload ("run now with...") may send a stored secret back as ``"set"`` only to
 the task's own URL: the same origin and path, the query string free to differ
 (:func:`secrets_sent_elsewhere`). Sending it anywhere else changes where the task's
-credential goes, which only a user who may change the task may do (``tasks_app.permissions``).
+credential goes, which only a user who may change the task may do (``tasks_app.services.permissions``).
 
 Pure functions over the action's registration: no ORM, no request.
 """
@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 
-from . import actions
+from .. import actions
 
 SET = "set"
 SCRUBBED = "***"

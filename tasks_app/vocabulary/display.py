@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from cron_descriptor import get_description
 
+from ..timing import scheduling
 from .choices import ScheduleType
-from .timing import scheduling
 
 if TYPE_CHECKING:
-    from .models import Task
+    from ..models import Task
 
 INSTANT_FORMAT = "%Y-%m-%d %H:%M:%S"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from django.db import models
 
-# The Celery task that executes a run (``tasks_app.tasks.execute_run``): the name its messages
-# carry (``tasks_app.dispatch``) and the worker's logs recognise (``observability.logs``).
+# The Celery task that executes a run (``tasks_app.worker.celery_tasks.execute_run``): the name its messages
+# carry (``tasks_app.messaging.dispatch``) and the worker's logs recognise (``observability.logs``).
 EXECUTE_RUN = "tasks_app.execute_run"
 
 

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, transaction
 from psycopg.errors import DeadlockDetected
 
-from .. import clock, permissions, secret_fields, store, validation
+from .. import store
 from ..conf import app_settings
 from ..models import (
     Run,
@@ -20,9 +20,11 @@ from ..models import (
     Task,
     Trigger,
 )
+from ..runtime import clock
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of
-from . import django_task_paths
+from ..vocabulary import secret_fields, validation
+from . import django_task_paths, permissions
 from .alarms import schedule_errors_clear
 from .audit import audit, plain
 from .errors import ConflictError
@@ -136,7 +138,7 @@ def schedule_makes_runs(task: Task, *, previous: Task | None) -> bool:
     """Whether saving ``task`` (over ``previous``; ``None`` for a new task) makes runs come
     into being: it has a schedule (``once``, ``interval`` or ``cron``) that is new, or one of
     ``RUN_MAKING_FIELDS`` changed. Such a save needs ``add_run`` like any other way of
-    creating runs (``tasks_app.permissions``), whichever entry point makes it: the admin form
+    creating runs (``tasks_app.services.permissions``), whichever entry point makes it: the admin form
     asks this to word its field error; pausing a task or stopping its schedule makes none."""
     if task.schedule_type == ScheduleType.NONE:
         return False
