@@ -132,9 +132,17 @@ def _configured(sender: Celery, source: Any, **_: Any) -> None:
     _below_project_settings(source)
 
 
+# The app's Celery tasks (``execute_run``, ``execute_task``): a module of the worker's room,
+# so not the ``tasks`` module Celery's ``autodiscover_tasks()`` looks for. Added to Celery's
+# ``include`` (the modules a worker and beat import at start, after Django is set up), next to
+# the project's own, so the tasks are registered whether or not the project autodiscovers.
+WORKER_TASKS_MODULE = "tasks_app.worker.celery_tasks"
+
+
 def _below_project_settings(conf: Any) -> None:
     """Layer :func:`celery_defaults` between the project's settings and Celery's defaults,
-    and read the project's settings once (:func:`_read_once`).
+    read the project's settings once (:func:`_read_once`), and include the app's tasks
+    (:data:`WORKER_TASKS_MODULE`).
 
     (``app.add_defaults`` would put them *above* the project's configuration object: Celery
     inserts a default layer right after its ``changes`` map, so they would override the
@@ -143,6 +151,9 @@ def _below_project_settings(conf: Any) -> None:
     conf.defaults.insert(len(conf.defaults) - 1, values)
     conf.maps.insert(len(conf.maps) - 1, values)
     _read_once(conf)
+    included = (conf.include,) if isinstance(conf.include, str) else tuple(conf.include or ())
+    if WORKER_TASKS_MODULE not in included:
+        conf.include = (*included, WORKER_TASKS_MODULE)
 
 
 def _read_once(conf: Any) -> None:
