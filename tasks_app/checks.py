@@ -254,7 +254,7 @@ def _task_functions() -> Iterator[Any]:
     module, the module Celery's autodiscovery imports too. Imported here if need be; a
     module that does not import is skipped (the worker that imports it reports it). Tasks
     defined elsewhere are not seen: the warning is about the common layout only."""
-    from .django_tasks.framework import Task
+    from .runtime.task_framework import Task
 
     for config in apps.get_app_configs():
         if config.name == "tasks_app" or not module_has_submodule(config.module, "tasks"):

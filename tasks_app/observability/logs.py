@@ -19,13 +19,25 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ..runtime.run_logs import RUN_FIELDS, RunLogAdapter, run_fields, run_log
 from ..vocabulary.choices import EXECUTE_RUN
 
-RUN_FIELDS = ("run_id", "task_id", "attempt", "lateness_ms", "status", "trigger")
+# run_log and its fields live one layer down (tasks_app.runtime.run_logs), where the services
+# that log about a run import them; this module keeps them under their public name.
+__all__ = [
+    "RUN_FIELDS",
+    "JsonFormatter",
+    "RunContextFilter",
+    "RunLogAdapter",
+    "logging_config",
+    "quiet_console",
+    "run_fields",
+    "run_log",
+]
+
 # LogRecord's own attributes: everything else on a record came from ``extra``.
 _RESERVED = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
 
@@ -70,33 +82,6 @@ class RunContextFilter(logging.Filter):
         if task is not None and task.name == EXECUTE_RUN and request is not None and request.id:
             record.run_id = request.id
         return True
-
-
-class RunLogAdapter(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """Merges the run's fields into every call's ``extra`` (call-site values win)."""
-
-    def process(
-        self, msg: Any, kwargs: MutableMapping[str, Any]
-    ) -> tuple[Any, MutableMapping[str, Any]]:
-        kwargs["extra"] = {**(self.extra or {}), **kwargs.get("extra", {})}
-        return msg, kwargs
-
-
-def run_fields(run: Any) -> dict[str, Any]:
-    """The fields every line about ``run`` carries (works on a ``Run`` or anything alike)."""
-    return {
-        "run_id": str(run.id),
-        "task_id": getattr(run, "task_id", None),
-        "attempt": getattr(run, "attempt", None),
-        "lateness_ms": getattr(run, "lateness_ms", None),
-        "status": getattr(run, "status", None),
-        "trigger": getattr(run, "trigger", None),
-    }
-
-
-def run_log(logger: logging.Logger, run: Any) -> RunLogAdapter:
-    """``run_log(log, run).info("run completed")`` → a line carrying the run's fields."""
-    return RunLogAdapter(logger, run_fields(run))
 
 
 def logging_config(*, level: str = "INFO", format: str = "plain") -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..django_tasks.framework import function_task_fields, function_task_id
+from ..runtime.task_framework import function_task_fields, function_task_id
 
 
 @dataclass(frozen=True, init=False)

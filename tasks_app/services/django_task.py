@@ -16,9 +16,9 @@ from django.db.models.base import ModelState
 from psycopg.types.json import Jsonb
 
 from .. import store
-from ..django_tasks.framework import ACTION, function_task_fields, function_task_id
 from ..models import Run, RunStatus, Task, Trigger
 from ..runtime import clock
+from ..runtime.task_framework import ACTION, function_task_fields, function_task_id
 from ..vocabulary import validation
 from ..vocabulary.choices import REQUESTED_BY_CODE
 from .django_task_paths import ENQUEUED_BY

@@ -30,7 +30,7 @@ from django.apps import apps
 
 from ..actions.allowlist import matches, unmatched
 from ..conf import app_settings
-from ..django_tasks.framework import ACTION, Task, function_task_id
+from ..runtime.task_framework import ACTION, Task, function_task_id
 
 if TYPE_CHECKING:
     from ..models import Task as TaskRow

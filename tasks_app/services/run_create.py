@@ -12,8 +12,8 @@ from django.db.models import Q
 from .. import store
 from ..celery_defaults import project_app
 from ..models import RETRYABLE_RUN_STATUSES, Run, RunStatus, Task, Trigger
-from ..observability.logs import run_log
 from ..runtime import clock
+from ..runtime.run_logs import run_log
 from . import permissions
 from .errors import ConflictError
 from .run_release import enqueue_on_commit

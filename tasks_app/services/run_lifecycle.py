@@ -29,8 +29,8 @@ from ..models import (
     Task,
     Trigger,
 )
-from ..observability.logs import run_log
 from ..runtime import clock
+from ..runtime.run_logs import run_log
 from ..selectors import paused_filter
 from ..vocabulary import secret_fields, validation
 from ..vocabulary.choices import REQUESTED_BY_RETRY

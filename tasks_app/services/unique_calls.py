@@ -34,9 +34,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from .. import store
-from ..django_tasks.framework import resolve
 from ..models import RunStatus, Task
 from ..runtime.cache_keys import cache_key
+from ..runtime.task_framework import resolve
 from ..vocabulary import validation
 
 log = logging.getLogger(__name__)
