@@ -472,7 +472,7 @@ class TaskState(StatusGuarded):
                 name="task_paused_idx",
                 condition=models.Q(status="paused"),
             ),
-            # The overview's failing tasks, longest failure streak first (admin.overview
+            # The overview's failing tasks, longest failure streak first (selectors.overview
             # .failing_tasks): read in that order, only the tasks of the first streaks are
             # sorted by their latest failure, not every failing task.
             models.Index(

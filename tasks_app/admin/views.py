@@ -28,12 +28,12 @@ from .. import __version__, selectors
 from ..conf import app_settings
 from ..models import RECURRING, RunStatus, ScheduleType, Task
 from ..runtime import clock
+from ..selectors import overview
 from ..services import permissions
 from ..services.task_rules import validate_task
 from ..timing import scheduling
 from ..vocabulary import secret_fields, validation
 from ..vocabulary.display import duration, instant_text, schedule_in_words, zoned_instant_text
-from . import overview
 
 PREVIEW_COUNT = 5
 

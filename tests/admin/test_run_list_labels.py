@@ -18,8 +18,8 @@ def test_trigger_filter_says_api_and_cli(operator) -> None:
 def test_lateness_points_count_their_runs_in_words() -> None:
     from datetime import UTC, datetime
 
-    from tasks_app.admin.overview import MinuteLateness
     from tasks_app.admin.views import svg_lateness
+    from tasks_app.selectors.overview import MinuteLateness
 
     one = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
     two = datetime(2026, 1, 5, 9, 31, tzinfo=UTC)
