@@ -46,7 +46,7 @@ from django_celery_beat.schedulers import DatabaseScheduler, ModelEntry
 
 from .. import selectors, services
 from ..conf import app_settings
-from ..observability import health, metrics
+from ..observability import health
 from ..runtime import clock
 from . import leadership, prune_thread, sweep
 from .fire_ahead import FireAhead
@@ -213,7 +213,7 @@ class TaskScheduler(DatabaseScheduler):
         self._step("paused queues", self._log_paused_queues)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.
         prune_thread.keep_pruning()  # old runs deleted from a thread of its own while leading
-        metrics.beat_tick_record(duration_seconds=time.perf_counter() - started)
+        health.beat_tick_record(duration_seconds=time.perf_counter() - started)
         if self._first_pass:
             # Start-up (or take-over) done: this beat now fires the schedules.
             self._first_pass = False

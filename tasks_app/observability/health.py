@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 # The app's names in the cache (``cache_keys.cache_key``: under this database's namespace).
 BEAT_TICK = "health:beat-tick"
+# How long beat's last tick took, in the cache (``cache_keys.cache_key``): /metrics exports it.
+BEAT_TICK_DURATION = "beat:tick"
 CACHE_PROBE = "health:probe"
 BROKER_TIMEOUT_SECONDS = 2.0
 WORKER_HEARTBEAT = "health:worker:{}"
@@ -339,3 +341,24 @@ def check_all() -> dict[str, Check]:
     """Every check, in a fixed order (database, broker, cache, beat, workers; then the
     advisory clock check)."""
     return {name: check() for name, check in {**CHECKS, **ADVISORY}.items()}
+
+
+# --- beat heartbeat -----------------------------------------------------------------------
+
+
+def beat_tick_record(*, duration_seconds: float) -> None:
+    """Called by beat after every leader pass: how long it took (when beat last ticked is
+    :func:`last_beat_tick`).
+
+    Never raises (a cache outage must not stop beat).
+    """
+    try:
+        cache.set(cache_key(BEAT_TICK_DURATION), duration_seconds, None)
+    except Exception:
+        log.warning("could not record the beat heartbeat", exc_info=True)
+
+
+def beat_tick_duration_get() -> float | None:
+    """How long beat's last tick took, in seconds, or ``None`` if never recorded."""
+    value = cache.get(cache_key(BEAT_TICK_DURATION))
+    return float(value) if isinstance(value, (int, float)) else None

@@ -47,7 +47,6 @@ import ipaddress
 import logging
 from collections.abc import Iterable, Iterator
 
-from django.core.cache import cache
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
@@ -64,16 +63,18 @@ from .. import selectors, services
 from ..conf import app_settings, default_queue
 from ..models import Run, RunStatus, TaskState, TaskStatus, run_queue
 from ..runtime import clock
-from ..runtime.cache_keys import cache_key
 from ..runtime.client_address import client_ip
 from ..services.unique_calls import counts as unique_call_counts
 from ..vocabulary import validation
 from . import health
 
+# Beat records its tick's duration through health (a layer down); its names are kept here.
+from .health import BEAT_TICK_DURATION as BEAT_TICK_DURATION
+from .health import beat_tick_duration_get as beat_tick_duration_get
+from .health import beat_tick_record as beat_tick_record
+
 log = logging.getLogger(__name__)
 
-# How long beat's last tick took, in the cache (``cache_keys.cache_key``).
-BEAT_TICK_DURATION = "beat:tick"
 # Start lateness buckets, in seconds.
 LATENESS_BUCKETS = (
     0.005,
@@ -91,27 +92,6 @@ LATENESS_BUCKETS = (
     60.0,
     300.0,
 )
-
-
-# --- beat heartbeat -----------------------------------------------------------------------
-
-
-def beat_tick_record(*, duration_seconds: float) -> None:
-    """Called by beat after every leader pass: how long it took (when beat last ticked is
-    :func:`tasks_app.observability.health.last_beat_tick`).
-
-    Never raises (a cache outage must not stop beat).
-    """
-    try:
-        cache.set(cache_key(BEAT_TICK_DURATION), duration_seconds, None)
-    except Exception:
-        log.warning("could not record the beat heartbeat", exc_info=True)
-
-
-def beat_tick_duration_get() -> float | None:
-    """How long beat's last tick took, in seconds, or ``None`` if never recorded."""
-    value = cache.get(cache_key(BEAT_TICK_DURATION))
-    return float(value) if isinstance(value, (int, float)) else None
 
 
 # --- the collector ------------------------------------------------------------------------
