@@ -9,9 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.admin import overview
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus
 from tasks_app.runtime.cache_keys import cache_key
+from tasks_app.selectors import overview
 from tests.stored_rows import state_set
 
 pytestmark = pytest.mark.django_db
