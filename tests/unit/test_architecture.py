@@ -119,65 +119,31 @@ def test_one_sql_dialect_postgres() -> None:
     assert offenders == []
 
 
-# The layers, lowest first: a module may import modules of its own layer or of lower ones
-# (entry points -> services and selectors -> store and models -> pure modules). A module is
-# in the layer of the longest prefix that names it; every module of tasks_app is in one.
+# The layers, lowest first, as docs/architecture.md's table under "Who may import whom" says
+# (the page is the one statement of them; this test reads it): a module may import modules of
+# its own layer or of lower ones. A module is in the layer of the longest prefix that names it;
+# every module of tasks_app is in one.
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def page_table(heading: str) -> list[list[str]]:
+    """The rows (cells stripped; header and rule left out) of the first table under the
+    ``## heading`` of docs/architecture.md."""
+    text = ARCHITECTURE.read_text()
+    section = text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in row.strip().strip("|").split("|")] for row in rows[2:]]
+
+
+def quoted(cell: str) -> list[str]:
+    """The names written as code (between backticks) in a cell."""
+    return re.findall(r"`([^`]+)`", cell)
+
+
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "pure",
-        (
-            "tasks_app.vocabulary.choices",
-            "tasks_app.vocabulary.display",
-            "tasks_app.conf",
-            "tasks_app.timing",
-            "tasks_app.vocabulary.validation",
-            "tasks_app.actions",
-            "tasks_app.runtime.hardening",
-            "tasks_app.runtime.client_address",
-            "tasks_app.runtime.cache_keys",
-            "tasks_app.runtime.clock",
-            "tasks_app.messaging.queues",
-            "tasks_app.schedules.definition",
-            "tasks_app.vocabulary.secret_fields",
-            "tasks_app.django_tasks.framework",
-            "tasks_app.broker",
-        ),
-    ),
-    ("models", ("tasks_app.models",)),
-    ("store", ("tasks_app.store", "tasks_app.messaging.dispatch")),
-    (
-        "services",
-        (
-            "tasks_app.services",
-            "tasks_app.schedules",
-            "tasks_app.selectors",
-            "tasks_app.services.permissions",
-            "tasks_app.services.tokens",
-            "tasks_app.checks",
-            "tasks_app.celery_defaults",
-            "tasks_app.observability.health",
-            "tasks_app.observability.logs",
-            "tasks_app.django_tasks.results",
-        ),
-    ),
-    (
-        "entry points",
-        (
-            "tasks_app.admin",
-            "tasks_app.api",
-            "tasks_app.management",
-            "tasks_app.worker.celery_tasks",
-            "tasks_app.beat",
-            "tasks_app.worker",
-            "tasks_app.observability",
-            "tasks_app.selectors.representations",
-            "tasks_app.templatetags",
-            "tasks_app.apps",
-            "tasks_app.urls",
-            "tasks_app.django_tasks",
-        ),
-    ),
+    (row[0], tuple(quoted(row[1]))) for row in page_table("Who may import whom")
 ]
+LAYER_NAMES = [name for name, _ in LAYERS]
 
 
 def layer_of(name: str) -> int | None:
@@ -208,11 +174,69 @@ def test_imports_point_down_the_layer_table() -> None:
     assert upward == []
 
 
+def test_the_layer_table_is_read_from_the_page() -> None:
+    assert LAYER_NAMES[:4] == ["pure", "models", "store", "services"]
+    assert "entry points" in LAYER_NAMES and all(prefixes for _, prefixes in LAYERS)
+    named = [prefix for _, prefixes in LAYERS for prefix in prefixes]
+    assert len(named) == len(set(named)), "a prefix is in two layers"
+    missing = [p for p in named if not any(m == p or m.startswith(p + ".") for m in MODULES)]
+    assert missing == [], "the page names modules that do not exist"
+
+
 def test_the_layer_check_finds_an_upward_import() -> None:
-    assert layer_of("tasks_app.models") == 1
-    assert layer_of("tasks_app.observability.metrics") == 4  # not services' health/logs
-    assert layer_of("tasks_app.observability.health") == 3
+    services = LAYER_NAMES.index("services")
+    assert layer_of("tasks_app.models") == LAYER_NAMES.index("models")
+    assert layer_of("tasks_app.observability.metrics") == LAYER_NAMES.index("entry points")
+    assert layer_of("tasks_app.observability.health") == services  # the longest prefix
     assert layer_of("elsewhere") is None
+
+
+def room(name: str) -> str:
+    """The room of module ``name``: its folder under tasks_app (or its own name, at the root)."""
+    return name.split(".")[1] if name.count(".") else name
+
+
+def test_entry_points_import_no_other_entry_point() -> None:
+    """A module of the entry-point layer (the admin, the API, the CLI, the worker, beat, the
+    Django tasks backend, /metrics) imports entry-point modules of its own room only: the CLI
+    and the admin use selectors, not the API's filters; beat records its tick through health,
+    not /metrics. Only the wiring above them (apps, urls, template tags) joins them."""
+    entry = LAYER_NAMES.index("entry points")
+    crossing = [
+        f"{name} imports {target}"
+        for name in MODULES
+        if layer_of(name) == entry
+        for target in sorted(imports_of(name))
+        if layer_of(target) == entry and room(target) != room(name)
+    ]
+    assert crossing == []
+
+
+def test_the_store_is_called_by_services_selectors_and_the_processes_own_code() -> None:
+    """Every way in writes through services and reads through selectors; the worker and beat
+    call the store themselves only for what no other way in does (a run's claim and finish,
+    the lease, the sweep)."""
+    callers = {
+        room(name)
+        for name in MODULES
+        if room(name) != "store" and "tasks_app.store" in imports_of(name)
+    }
+    assert {"services", "selectors"} <= callers <= {"services", "selectors", "worker", "beat"}
+
+
+def test_an_operation_a_user_performs_is_named_entity_action() -> None:
+    """A service function that asks ``permissions.authorize`` (an operation a user can
+    perform) is named ``<entity>_<action>``, its entity one of the models'."""
+    entities = ("task", "tasks", "run", "runs", "queue", "token")
+    operations = []
+    for name, path in MODULES.items():
+        if room(name) != "services" or name == "tasks_app.services.permissions":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.FunctionDef) and "authorize(" in ast.unparse(node):
+                operations.append(node.name)
+    assert len(operations) >= 10
+    assert [op for op in operations if not op.startswith(tuple(e + "_" for e in entities))] == []
 
 
 def test_an_orm_write_of_a_status_outside_the_store_raises() -> None:
@@ -253,3 +277,149 @@ def test_no_test_module_imports_another_test_module() -> None:
                 if re.search(r"(^|\.)test_\w+$", node.module):
                     offenders.append(f"{path.relative_to(ROOT)}: {node.module}")
     assert offenders == []
+
+
+# The walk of one run, as docs/architecture.md's table under "The walk of one run" declares it:
+# each step a function, reached from the step before by a call (found in that function's
+# body, through its module's imports) or by the run's message (the task name the publisher
+# imports is the name the worker's task is registered under).
+WALK = [
+    (row[0], quoted(row[1])[0], row[2], row[3] == "yes")
+    for row in page_table("The walk of one run")
+]
+
+
+def _source(module: str) -> str:
+    """Module ``module``'s own package (where its relative imports start)."""
+    return module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+
+
+def bindings(module: str) -> dict[str, str]:
+    """The names ``module`` binds by ``from X import y`` (anywhere in it), each to ``X.y``."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = _source(module)
+            for _ in range(node.level - 1):
+                base = base.rpartition(".")[0]
+            source = node.module or ""
+            if node.level:
+                source = f"{base}.{source}" if source else base
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{source}.{alias.name}"
+    return bound
+
+
+def defined_at(dotted: str) -> str:
+    """Where the name ``dotted`` (``module.name``) is defined, through re-exports (a package
+    whose ``__init__`` imports it from a module of its own)."""
+    if dotted in MODULES:
+        return dotted
+    module, _, name = dotted.rpartition(".")
+    if module not in MODULES:
+        return dotted
+    tree = ast.parse(MODULES[module].read_text())
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
+            return dotted
+    origin = bindings(module).get(name)
+    return dotted if origin is None or origin == dotted else defined_at(origin)
+
+
+def function_node(module: str, qualname: str) -> ast.FunctionDef:
+    scope: list[ast.stmt] = ast.parse(MODULES[module].read_text()).body
+    found: ast.AST | None = None
+    for part in qualname.split("."):
+        found = next(
+            n for n in scope if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == part
+        )
+        scope = found.body
+    assert isinstance(found, ast.FunctionDef), qualname
+    return found
+
+
+def callees(module: str, function: ast.FunctionDef) -> set[str]:
+    """Where what ``function`` calls is defined: ``f(...)``, ``m.f(...)`` for a module ``m``."""
+    bound = bindings(module)
+    defined = {n.name for n in ast.parse(MODULES[module].read_text()).body if hasattr(n, "name")}
+    found = set()
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name):
+            if func.id in bound:
+                found.add(defined_at(bound[func.id]))
+            elif func.id in defined:
+                found.add(f"{module}.{func.id}")
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            if func.value.id in bound:
+                found.add(defined_at(f"{bound[func.value.id]}.{func.attr}"))
+    return found
+
+
+def writes_through_the_store(module: str, function: ast.FunctionDef) -> bool:
+    """Whether ``function``, or a function of its own module it calls (at any depth), uses a
+    name bound to ``tasks_app.store``."""
+    bound = bindings(module)
+    seen: set[str] = set()
+    todo = [function]
+    while todo:
+        node = todo.pop()
+        if node.name in seen:
+            continue
+        seen.add(node.name)
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and bound.get(sub.id, "").startswith("tasks_app.store"):
+                return True
+        for callee in callees(module, node):
+            owner, _, name = callee.rpartition(".")
+            if owner == module and name not in seen:
+                try:
+                    todo.append(function_node(module, name))
+                except (StopIteration, AssertionError):
+                    pass
+    return False
+
+
+def test_the_walk_of_one_run_is_what_the_code_calls() -> None:
+    assert len(WALK) >= 5 and WALK[0][2] == "start"
+    for (_, before, _, _), (step, code, reached_by, writes) in zip(WALK, WALK[1:]):
+        module, _, qualname = code.partition(":")
+        previous, _, previous_name = before.partition(":")
+        here = function_node(module, qualname)
+        if reached_by == "call":
+            assert f"{module}.{qualname}" in callees(
+                previous, function_node(previous, previous_name)
+            ), f"{before} does not call {code} ({step})"
+            assert (layer_of(module) or 0) <= (layer_of(previous) or 0), f"{code} is called up"
+        else:
+            assert reached_by == "message", step
+            published = bindings(previous).get("EXECUTE_RUN")
+            [registered] = [
+                kw.value
+                for d in here.decorator_list
+                if isinstance(d, ast.Call)
+                for kw in d.keywords
+                if kw.arg == "name"
+            ]
+            assert isinstance(registered, ast.Name)
+            assert published and bindings(module).get(registered.id) == published, step
+        assert writes == writes_through_the_store(module, here), f"{code}: store ({step})"
+
+
+def test_the_walk_of_one_run_enters_each_room_once() -> None:
+    """The rooms the walk passes through, in order: once it leaves a room (by a call or its
+    message), it never comes back to it."""
+    rooms = [room(code.partition(":")[0]) for _, code, _, _ in WALK]
+    entered = [r for i, r in enumerate(rooms) if i == 0 or rooms[i - 1] != r]
+    assert len(entered) == len(set(entered)), " -> ".join(entered)
+    assert any(writes for *_, writes in WALK), "the walk writes the run somewhere"
+
+
+def test_the_walk_checks_find_a_missing_call() -> None:
+    backend = "tasks_app.django_tasks.backend"
+    enqueue = function_node(backend, "CeleryRunBackend.enqueue")
+    assert "tasks_app.services.django_task.django_task_enqueue" in callees(backend, enqueue)
+    assert "tasks_app.messaging.dispatch.send" not in callees(backend, enqueue)
+    assert not writes_through_the_store(backend, enqueue)
