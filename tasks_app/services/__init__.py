@@ -5,14 +5,16 @@ functions and hold no rules of their own. Status changes are conditional updates
 (``UPDATE ... WHERE status = <expected>``, each a named statement of ``tasks_app/store``), so a
 duplicated message or a second process racing for the same row changes nothing.
 
-Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``task_rules`` (the
-rules of a task that span fields or read what is stored), ``schedule_mirror`` (a
-task's schedule mirrored: its next fire, its once run and its beat entry), ``run_create`` (new runs and attempts),
-``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
-interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
-(recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
-framework), ``alarms`` (missed-run alarms), ``queue_pause`` (a queue paused and resumed),
-``runs_prune`` (old runs deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
+Modules: ``task_operations`` (tasks: create, change, pause, backfill, run now), ``task_rules``
+(the rules of a task that span fields or read what is stored), ``schedule_mirror`` (a task's
+schedule mirrored: its next fire, its once run and its beat entry), ``run_create`` (new runs
+and attempts), ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim,
+complete, fail, interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep
+writes), ``firing`` (recurring fires recorded by beat), ``django_task`` (runs enqueued through
+Django's task framework), ``alarms`` (missed-run alarms), ``queue_pause`` (a queue paused and
+resumed), ``runs_prune`` (old runs deleted), ``run_tally`` (finished runs counted for
+/metrics), ``permissions`` (who may do what), ``tokens`` (API tokens), ``duplicate``,
+``audit``, ``errors``.
 Schedules declared in code are applied by ``tasks_app.schedules`` (``manage.py tasks sync``).
 """
 
