@@ -26,11 +26,12 @@ from datetime import datetime
 from typing import Any, cast
 
 from django.core.exceptions import ValidationError
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django_celery_beat.models import PeriodicTasks
 
+from .. import store
 from ..conf import app_settings
 from ..models import Task
 from ..services import django_task_paths
@@ -236,8 +237,7 @@ def schedules_sync(module: str | None = None) -> Plan:
     (two releases) waits, then plans against what the first one wrote. Returns the plan
     that was applied."""
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SYNC_LOCK_KEY])
+        store.sync_lock(key=SYNC_LOCK_KEY)
         plan = schedules_plan(module)
         schedules_apply(plan)
     return plan

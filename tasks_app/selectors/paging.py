@@ -23,7 +23,8 @@ from functools import cached_property
 from typing import Any
 
 from django.core.paginator import EmptyPage, Page, Paginator
-from django.db import connection
+
+from .. import store
 
 EXACT_BELOW = 50_000
 COUNT_CAP = 10_000
@@ -31,10 +32,7 @@ COUNT_CAP = 10_000
 
 def table_estimate(table: str) -> int:
     """Postgres' estimate of a table's rows (``-1``: never analysed)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [table])
-        row = cursor.fetchone()
-    return int(row[0]) if row else -1
+    return store.table_estimate(table)
 
 
 class BoundedPage(Page):  # type: ignore[type-arg]

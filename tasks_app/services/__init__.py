@@ -1,15 +1,16 @@
-"""Every write: tasks, schedules and runs. The only place that moves a status.
+"""Every write: tasks, schedules and runs, each asked for by a way in and checked here.
 
 Entry points (admin, API, management commands, Celery tasks, the beat scheduler) call these
-functions and hold no rules of their own. Status changes are conditional updates
-(``UPDATE ... WHERE status = <expected>``, each a named statement of ``tasks_app/store``), so a
-duplicated message or a second process racing for the same row changes nothing.
+functions and hold no rules of their own. A status moves only through the store
+(``tasks_app.store``: conditional updates, ``UPDATE ... WHERE status = <expected>``), which
+these functions call, so a duplicated message or a second process racing for the same row
+changes nothing.
 
 Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``task_rules`` (the
 rules of a task that span fields or read what is stored), ``schedule_mirror`` (a
 task's schedule mirrored: its next fire, its once run and its beat entry), ``run_create`` (new runs and attempts),
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
-interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep writes), ``firing``
+interrupt, cancel), ``time_limits``, ``run_recovery`` (lease and sweep writes), ``firing``
 (recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
 framework), ``alarms`` (missed-run alarms), ``queue_pause`` (a queue paused and resumed),
 ``runs_prune`` (old runs deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
@@ -22,7 +23,6 @@ from .errors import ConflictError
 from .firing import schedule_fire_due
 from .flow import flow_admit
 from .queue_pause import queue_pause, queue_resume
-from .retry_policy import retry_delay
 from .run_create import run_create, run_retry
 from .run_lifecycle import (
     cap_output,
@@ -69,7 +69,6 @@ __all__ = [
     "horizon",
     "publish_runs",
     "release_due_runs",
-    "retry_delay",
     "run_cancel",
     "run_claim",
     "run_complete",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
@@ -38,12 +38,12 @@ def sync_schedule(task: Task, *, now: datetime, replan: bool, by: str = "") -> N
         # One statement on the state row (task_plan_fires), deciding on the row as it is
         # when locked: a run finishing meanwhile keeps the status it wrote.
         fire = planned_fire(task, now=now, fire_count=_fire_counts([task]).get(task.pk, 0))
-        store.execute("task_plan_fires", {"task_id": task.pk, "replan": replan, "first_fire": fire})
+        store.task_plan_fires(task_id=task.pk, replan=replan, first_fire=fire)
         task.load_state()
     elif task.schedule_type == ScheduleType.ONCE and replan:
         _sync_once_run(task, now=now, by=by)
     elif replan:
-        store.execute("task_refresh_next_run", {"task_id": task.pk})
+        store.task_refresh_next_run(task_id=task.pk)
         task.load_state()
     sync_periodic_task(task)
 
@@ -55,12 +55,14 @@ def tasks_plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task], bat
     for start in range(0, len(tasks), batch):
         chunk = tasks[start : start + batch]
         counts = _fire_counts(chunk)
-        fires = [
-            {"id": t.pk, "replan": t in replan, "first_fire": fire and fire.isoformat()}
-            for t in chunk
-            for fire in (planned_fire(t, now=now, fire_count=counts.get(t.pk, 0)),)
-        ]
-        store.execute("tasks_plan_fires", {"fires": json.dumps(fires)})
+        store.tasks_plan_fires(
+            [
+                store.PlannedFire(
+                    t.pk, t in replan, planned_fire(t, now=now, fire_count=counts.get(t.pk, 0))
+                )
+                for t in chunk
+            ]
+        )
 
 
 def _fire_counts(tasks: list[Task]) -> dict[str, int]:
@@ -82,7 +84,7 @@ def fires_ahead_drop(task_ids: Iterable[str], *, now: datetime) -> None:
     minute would be ignored by fires already recorded. Call after the task rows are written."""
     ids = list(task_ids)
     if ids:
-        store.execute("drop_fires_ahead", {"task_ids": ids, "now": now})
+        store.drop_fires_ahead(task_ids=ids, now=now)
 
 
 def _sync_once_run(task: Task, *, now: datetime, by: str) -> None:
@@ -90,16 +92,8 @@ def _sync_once_run(task: Task, *, now: datetime, by: str) -> None:
     assert task.run_at is not None
     waiting = task.runs.filter(trigger=Trigger.AT, status=RunStatus.PENDING).first()
     if waiting is not None:
-        expires_at = (
-            task.run_at + timedelta(seconds=task.expires_after_seconds)
-            if task.expires_after_seconds
-            else None
-        )
-        store.execute(
-            "move_waiting_run",
-            {"run_id": waiting.pk, "due_at": task.run_at, "expires_at": expires_at},
-        )
-        store.execute("task_refresh_next_run", {"task_id": task.pk})
+        store.move_waiting_run(run_id=waiting.pk, due_at=task.run_at)
+        store.task_refresh_next_run(task_id=task.pk)
         enqueue_on_commit(Run.objects.select_related("task").get(pk=waiting.pk), now=now)
     else:
         run_create(task=task, trigger=Trigger.AT, due_at=task.run_at, now=now, requested_by=by)

@@ -269,12 +269,12 @@ def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
         # could deadlock with a claim. The task's row is locked so that beat, which fires a
         # batch holding its tasks' rows (services.firing), either finishes that batch before
         # the pause (whose statements then drop the fires it recorded) or reads the pause.
-        store.execute("skip_paused_fires", {"task_id": task.pk, "now": now})
+        store.skip_paused_fires(task_id=task.pk, now=now)
         _lock_task_row(task)
         # Fires recorded ahead and not due yet are dropped (not skipped): a resume before
         # their instant records them again, so pausing for a minute skips only that minute.
         fires_ahead_drop([task.pk], now=now)
-        store.execute("task_paused", {"task_id": task.pk, "now": now, "by": by, "note": note})
+        store.task_paused(task_id=task.pk, now=now, by=by, note=note)
         task.load_state()
         sync_periodic_task(task)
         audit(task.id, "paused", by=by, note=note)
@@ -290,7 +290,7 @@ def task_resume(*, task: Task, by: Actor = "") -> Task:
     now = clock.now()
     with transaction.atomic():
         _lock_task_row(task)
-        store.execute("task_resumed", {"task_id": task.pk})
+        store.task_resumed(task_id=task.pk)
         task.load_state()  # resumed: the beat entry the next call writes is enabled again
         sync_schedule(task, now=now, replan=False, by=requester(by))
         audit(task.id, "resumed", by=by)
@@ -350,8 +350,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "")
             ).values_list("scheduled_for", flat=True)
         )
         runs = [r for r in runs if r.scheduled_for not in existing]
-        inserted = runs_insert(runs)
-        runs = [r for r in runs if r.id in inserted]
+        runs = runs_insert(runs)
         audit(
             task.id,
             "backfilled",
