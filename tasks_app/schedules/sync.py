@@ -29,9 +29,10 @@ from django.core.exceptions import ValidationError
 from django.db import models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django_celery_beat.models import PeriodicTasks
 
 from ..conf import app_settings
-from ..models import Run, Task, TaskAuditEntry
+from ..models import Run, Task
 from ..services import django_task_paths
 from ..services.audit import audit, plain
 from ..services.task_rules import validate_task
@@ -221,6 +222,7 @@ def schedules_apply(plan: Plan, *, bulk: bool = True) -> None:
             return
         removed = [c.task_id for c in plan.changes if c.kind == "remove"]
         gone = _remove_unused(removed, module=plan.module)
+        # django-celery-beat's "changed" mark: once for the whole set
         tasks_save(
             tasks=[
                 c.desired
@@ -230,10 +232,13 @@ def schedules_apply(plan: Plan, *, bulk: bool = True) -> None:
             by=SYNC_BY,
             owner=plan.module,
             checked=True,
+            mark_beat_changed=not gone,
         )
         for change in plan.changes:
             if change.kind == "remove" and change.task_id not in gone:
                 _apply(change, module=plan.module)
+        if gone:
+            PeriodicTasks.update_changed()
 
 
 def schedules_sync(module: str | None = None) -> Plan:
@@ -391,7 +396,8 @@ def _apply(change: Change, *, module: str) -> None:
 
 def _remove_unused(task_ids: list[str], *, module: str) -> set[str]:
     """Release and delete (``tasks_delete``, as a set) the tasks of ``task_ids`` that have no
-    runs; the ids it removed. Tasks with runs are left to the caller (paused, not deleted)."""
+    runs; the ids it removed. Tasks with runs are left to the caller (paused, not deleted),
+    and so is django-celery-beat's "changed" mark."""
     if not task_ids:
         return set()
     with_runs = set(
@@ -400,13 +406,10 @@ def _remove_unused(task_ids: list[str], *, module: str) -> set[str]:
     gone = [i for i in task_ids if i not in with_runs]
     if not gone:
         return set()
-    tasks = list(Task.objects.filter(pk__in=gone).only("pk", "declared_in", "periodic_task"))
-    note = f"no longer declared in {module}"
-    TaskAuditEntry.objects.bulk_create(
-        (TaskAuditEntry(task_id=i, event="released", by=SYNC_BY, note=note) for i in gone),
-        batch_size=5000,
-    )
-    tasks_delete(tasks=tasks, by=SYNC_BY, owner=module)
+    stored = {
+        t.pk: t for t in Task.objects.filter(pk__in=gone).only("pk", "declared_in", "periodic_task")
+    }
+    tasks_delete(tasks=[stored[i] for i in gone], by=SYNC_BY, owner=module, mark_beat_changed=False)
     return set(gone)
 
 

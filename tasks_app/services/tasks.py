@@ -183,7 +183,12 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
 
 
 def tasks_save(
-    *, tasks: Sequence[Task], by: Actor = "", owner: str | None = None, checked: bool = False
+    *,
+    tasks: Sequence[Task],
+    by: Actor = "",
+    owner: str | None = None,
+    checked: bool = False,
+    mark_beat_changed: bool = True,
 ) -> list[Task]:
     """Validate and persist ``tasks``, then sync their schedules; the tasks saved, in order.
 
@@ -196,8 +201,9 @@ def tasks_save(
     both recur (the stored one with its beat entry), are then written as sets: a few
     statements for the whole set instead of some twenty per task, the rows one at a time
     would write (tasks and their state rows, beat entries, first fires, audit entries), and
-    django-celery-beat's "changed" mark set once. The others are written one at a time,
-    after them, in order.
+    django-celery-beat's "changed" mark set once (unless ``mark_beat_changed`` is false: the
+    caller sets it once for a larger set). The others are written one at a time, after them,
+    in order.
     """
     if not checked:
         return [_task_save_one(task=t, by=by, owner=owner) for t in tasks]
@@ -218,7 +224,7 @@ def tasks_save(
                 setattr(current, name, getattr(task, name))
             current.declared_in = owner
             saved.append(_task_save_one(task=current, by=by, owner=owner))
-    if written:
+    if written and mark_beat_changed:
         PeriodicTasks.update_changed()
     return saved
 
@@ -295,13 +301,21 @@ def task_delete(*, task: Task, by: Actor = "") -> None:
     tasks_delete(tasks=[task], by=by)
 
 
-def tasks_delete(*, tasks: Sequence[Task], by: Actor = "", owner: str | None = None) -> None:
+def tasks_delete(
+    *,
+    tasks: Sequence[Task],
+    by: Actor = "",
+    owner: str | None = None,
+    mark_beat_changed: bool = True,
+) -> None:
     """Delete ``tasks``, their beat entries and their runs (run history goes with a task; the
     audit trail stays), in one transaction: a "deleted" entry each, the tasks in one
-    statement, their beat entries in another, django-celery-beat's "changed" mark set once.
+    statement, their beat entries in another, django-celery-beat's "changed" mark set once
+    (unless ``mark_beat_changed`` is false: the caller sets it once for a larger set).
 
     A task declared in code is refused (``ConflictError``) unless ``owner`` is the module
-    that declares it (``manage.py tasks sync`` removing what it no longer declares). Like
+    that declares it: ``manage.py tasks sync`` removing what that module no longer declares,
+    each task released first (a "released" entry: "no longer declared in <module>"). Like
     :meth:`Task.delete`, the deleted tasks are left without a primary key."""
     by = permissions.authorize(by, "delete")
     for task in tasks:
@@ -311,14 +325,27 @@ def tasks_delete(*, tasks: Sequence[Task], by: Actor = "", owner: str | None = N
     if not ids:
         return
     periodic_ids = [t.periodic_task_id for t in tasks if t.periodic_task_id is not None]
+    released = f"no longer declared in {owner}"
+    entries = [
+        entry
+        for task in tasks
+        for entry in (
+            *(
+                (TaskAuditEntry(task_id=task.pk, event="released", by=by, note=released),)
+                if owner is not None and task.declared_in == owner
+                else ()
+            ),
+            TaskAuditEntry(task_id=task.pk, event="deleted", by=by),
+        )
+    ]
     for attempt in range(DELETE_ATTEMPTS):
         try:
             with transaction.atomic():
-                audits([TaskAuditEntry(task_id=i, event="deleted", by=by) for i in ids])
+                audits(entries)
                 Task.objects.filter(pk__in=ids).delete()
                 # In one statement: PeriodicTask.delete() would mark PeriodicTasks changed
                 # once per entry.
-                if sets.periodic_tasks_delete(ids=periodic_ids):
+                if sets.periodic_tasks_delete(ids=periodic_ids) and mark_beat_changed:
                     PeriodicTasks.update_changed()
             break
         except OperationalError as exc:
