@@ -338,9 +338,13 @@ def tasks_delete(
             TaskAuditEntry(task_id=task.pk, event="deleted", by=by),
         )
     ]
-    for attempt in range(DELETE_ATTEMPTS):
+    # A sync's removal (``owner``) is part of the sync's all-or-nothing transaction: no
+    # savepoint of its own and no second attempt (its tasks have no runs for a release or a
+    # claim to meet).
+    attempts = 1 if owner is not None else DELETE_ATTEMPTS
+    for attempt in range(attempts):
         try:
-            with transaction.atomic():
+            with transaction.atomic(savepoint=owner is None):
                 audits(entries)
                 Task.objects.filter(pk__in=ids).delete()
                 # In one statement: PeriodicTask.delete() would mark PeriodicTasks changed
@@ -352,7 +356,7 @@ def tasks_delete(
             # Deleting a task's runs while beat releases or a worker claims one of them
             # takes the same rows in the other order: Postgres aborts one side ("deadlock
             # detected"). The other side commits; deleting again then succeeds.
-            if not isinstance(exc.__cause__, DeadlockDetected) or attempt == DELETE_ATTEMPTS - 1:
+            if not isinstance(exc.__cause__, DeadlockDetected) or attempt == attempts - 1:
                 raise
     for task in tasks:
         task.pk = None
