@@ -192,8 +192,8 @@ def tasks_save(
 ) -> list[Task]:
     """Validate and persist ``tasks``, then sync their schedules; the tasks saved, in order.
 
-    Each task is checked and written as :func:`_task_save_one` has it, one at a time, unless
-    ``checked``: a set of definitions that ``manage.py tasks sync`` has checked already
+    Each task is checked and written as :func:`_task_save_one` has it, one at a time (more
+    than one: in one transaction, all or none), unless ``checked``: a set of definitions that ``manage.py tasks sync`` has checked already
     (``schedules.sync.schedules_plan``, with the rules every task passes), declared in the
     module ``owner`` and saved by a name (not a user). Each of them is either new or carries
     its stored task's id and its whole new definition (``_state.adding`` false), written over
@@ -206,7 +206,10 @@ def tasks_save(
     in order.
     """
     if not checked:
-        return [_task_save_one(task=t, by=by, owner=owner) for t in tasks]
+        if len(tasks) == 1:
+            return [_task_save_one(task=tasks[0], by=by, owner=owner)]
+        with transaction.atomic():  # a set: all of it or, a check failing, none
+            return [_task_save_one(task=t, by=by, owner=owner) for t in tasks]
     assert isinstance(by, str) and owner is not None, "a checked set is a sync's"
     written = _update_recurring([t for t in tasks if not t._state.adding], module=owner, by=by)
     created = [t for t in tasks if t._state.adding and t.is_recurring]
