@@ -551,3 +551,17 @@ def check_on_duplicate(value: Any, *, field: str = "on_duplicate") -> str:
             {field: [f"must be one of {', '.join(ON_DUPLICATE_CHOICES)} (got {value!r})"]}
         )
     return str(value)
+
+
+# --- a refusal as text -----------------------------------------------------------------------
+
+
+def one_line(exc: ValidationError) -> str:
+    """A ``ValidationError`` as one line, as the admin's messages, the CLI and the tasks
+    framework's ``InvalidTask`` word it: ``note: must be at most 2,000 characters``, each
+    field's messages after its name, fields apart by ``; ``; a message tied to no field
+    (``__all__``, or an error without fields) without a name."""
+    if hasattr(exc, "error_dict"):
+        parts = [f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items()]
+        return "; ".join(parts).replace("__all__: ", "")
+    return " ".join(exc.messages)

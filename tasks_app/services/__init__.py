@@ -6,7 +6,8 @@ functions and hold no rules of their own. A status moves only through the store
 these functions call, so a duplicated message or a second process racing for the same row
 changes nothing.
 
-Modules: ``tasks`` (tasks: create, change, pause, backfill, run now), ``task_rules`` (the
+Modules: ``tasks`` (tasks: create, change, delete (one or a set at once), pause, backfill,
+run now), ``task_rules`` (the
 rules of a task that span fields or read what is stored), ``schedule_mirror`` (a
 task's schedule mirrored: its next fire, its once run and its beat entry), ``run_create`` (new runs and attempts),
 ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
@@ -51,6 +52,8 @@ from .tasks import (
     task_save,
     task_schedule_once,
     task_update,
+    tasks_delete,
+    tasks_save,
 )
 
 __all__ = [
@@ -90,6 +93,8 @@ __all__ = [
     "task_pause",
     "task_resume",
     "task_save",
+    "tasks_delete",
+    "tasks_save",
     "task_schedule_once",
     "task_update",
 ]

@@ -83,6 +83,12 @@ def leader_ping(conn: Any) -> None:
     conn.execute(queries()["ping"])
 
 
+def periodic_tasks_delete(*, ids: Sequence[int]) -> int:
+    """Delete beat entries ``ids`` in one statement, without django-celery-beat's signal (the
+    caller marks ``PeriodicTasks`` changed once); how many were deleted."""
+    return _execute("periodic_tasks_delete", ids=list(ids)) if ids else 0
+
+
 def start_tally_mark(*, epoch: datetime) -> None:
     _execute("start_tally_mark", epoch=epoch)
 

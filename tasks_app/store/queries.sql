@@ -871,3 +871,8 @@ SELECT pg_advisory_xact_lock(%(key)s);
 -- name: leader_lock
 -- Beat's leadership, on a connection of its own: true if this session holds the lock.
 SELECT pg_try_advisory_lock(%(key)s);
+
+-- name: periodic_tasks_delete
+-- django-celery-beat's entries %(ids)s deleted in one statement, without its signal that marks
+-- PeriodicTasks changed once per entry (the caller marks it once: tasks_delete of a set).
+DELETE FROM django_celery_beat_periodictask WHERE id = ANY(%(ids)s::integer[]);
