@@ -1,11 +1,13 @@
-"""``python -m bench.ab OTHER_CHECKOUT [execution|lateness] [--rounds N] [--quick]``: one of our
+"""``python -m bench.ab OTHER_CHECKOUT [execution|enqueue|enqueue_bulk|lateness] [--rounds N] [--quick]``: one of our
 measurements taken in this checkout and in another (an earlier commit, in a ``git worktree``
 with its own ``make install``), alternating round by round on the same services, each side's
 median compared: the cost of a change, like with like (the same event, measured the same way,
 in the same minutes). Writes ``bench/results/ab-<measurement>.json``.
 
 The measurements: ``execution`` (``bench.execution.measure_ours``: a backlog drained by the
-installed project's worker, runs/s) and ``lateness`` (``bench.lateness.measure_ours``: near
+installed project's worker, runs/s), ``enqueue`` (``bench.scenario_enqueue.measure``: the
+median milliseconds of one ``@task`` enqueue, its row and its publish), ``enqueue_bulk``
+(``scenario_enqueue.bulk_ours``: seconds for one ``enqueue_many`` of 50,000 calls) and ``lateness`` (``bench.lateness.measure_ours``: near
 runs behind a far backlog with beat releasing them, start lateness percentiles).
 """
 
@@ -30,6 +32,18 @@ MEASURE = {
         lambda quick: 2000 if quick else 6000,
         lambda r: r["runs_per_s"],
         "runs/s",
+    ),
+    "enqueue": (
+        "from bench import scenario_enqueue; result = scenario_enqueue.measure({n})",
+        lambda quick: 400 if quick else 2000,
+        lambda r: r["ours"],
+        "ms per enqueue",
+    ),
+    "enqueue_bulk": (
+        "from bench import scenario_enqueue; result = scenario_enqueue.bulk_ours({n})",
+        lambda quick: 5000 if quick else 50000,
+        lambda r: r["bulk_s"],
+        "s per enqueue_many",
     ),
     "lateness": (
         "from bench import lateness; result = lateness.measure_ours(lateness.SIZES[{n!r}]); "

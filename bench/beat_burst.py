@@ -6,7 +6,7 @@ burst of the size it manages in bounded time, in the same run, with the same con
 Ours: N cron tasks (half in UTC, half in Europe/London — the same instant in winter; each
 task's cron names the instant in its own zone, so they share it all year), each owning its
 ``PeriodicTask`` + ``CrontabSchedule`` as ``tasks sync`` writes them
-(``schedules.set_writes.create_recurring``: COPY), all due at one whole minute T, plus
+(``services.tasks.tasks_save`` of a checked set: COPY), all due at one whole minute T, plus
 1,000 interval schedules every 10 s firing through it. The consumer process of
 ``beat_throughput`` takes every message off the queue as it arrives and records its
 receipt. Measured: each burst fire's receipt against T (a fire is *in time* when its
@@ -78,7 +78,7 @@ def seed_burst(count: int) -> float:
     """``count`` cron tasks (owned beat entries) firing every minute; returns the seconds it
     took. :func:`aim_burst` then points them all at one minute."""
     from tasks_app.models import Task
-    from tasks_app.schedules import set_writes
+    from tasks_app.services.task_operations import tasks_save
 
     started = time.perf_counter()
     tasks = [
@@ -94,7 +94,13 @@ def seed_burst(count: int) -> float:
         for i in range(count)
     ]
     for start in range(0, count, 20_000):
-        set_writes.create_recurring(tasks[start : start + 20_000], module="bench", by="bench")
+        tasks_save(
+            tasks=tasks[start : start + 20_000],
+            by="bench",
+            owner="bench",
+            checked=True,
+            mark_beat_changed=False,  # as before: the seed leaves the mark alone
+        )
     return time.perf_counter() - started
 
 

@@ -487,6 +487,8 @@ class TaskState(StatusGuarded):
 
 
 class Run(StatusGuarded):
+    # A column has its default in the database too (db_default) unless it is nullable: the
+    # store's enqueue names only the columns it sets (tests/store/test_new_column.py).
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No index of its own: run_task_due_idx (task, -due_at) serves every lookup by task.
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs", db_index=False)
@@ -507,7 +509,7 @@ class Run(StatusGuarded):
     status = models.CharField(
         max_length=STATUS_MAX_LENGTH, choices=RunStatus.choices, default=RunStatus.PENDING
     )
-    attempt = models.PositiveIntegerField(default=1)
+    attempt = models.PositiveIntegerField(default=1, db_default=1)
     interruptions = models.PositiveSmallIntegerField(
         default=0,
         db_default=0,  # rows inserted by raw SQL (benchmarks, other tools) start at 0 too
@@ -538,7 +540,7 @@ class Run(StatusGuarded):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     lateness_ms = models.FloatField(null=True, blank=True, help_text="started_at - due_at, in ms")
-    worker = models.CharField(max_length=200, blank=True)
+    worker = models.CharField(max_length=200, blank=True, default="", db_default="")
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Renewed by the worker while the run is running."
     )
@@ -584,9 +586,9 @@ class Run(StatusGuarded):
         help_text="The key of the call that made this run; blank: none.",
     )
 
-    output = models.TextField(blank=True)
-    truncated = models.BooleanField(default=False)
-    error = models.TextField(blank=True)
+    output = models.TextField(blank=True, default="", db_default="")
+    truncated = models.BooleanField(default=False, db_default=False)
+    error = models.TextField(blank=True, default="", db_default="")
     result = models.JSONField(null=True, blank=True)
 
     class Meta:

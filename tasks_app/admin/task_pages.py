@@ -57,11 +57,6 @@ def _run_now_state(run: Run) -> SafeString:
     return format_html("is {}.", run.status)
 
 
-def _field_errors(exc: ValidationError) -> str:
-    """``note: must be at most 2,000 characters``: each message after the field it names."""
-    return "; ".join(f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items())
-
-
 def _posted_payload(request: HttpRequest) -> Any:
     """The payload of "Run now with…" (``None``: the plain Run now button)."""
     text = request.POST.get("payload")
@@ -363,7 +358,7 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
             return self._back(task)
         except ValidationError as exc:
             self.message_user(
-                request, f"Task {task.pk} not run: {_field_errors(exc)}", messages.ERROR
+                request, f"Task {task.pk} not run: {validation.one_line(exc)}", messages.ERROR
             )
             return self._back(task)
         # Published on commit: read the status the run has now, not the one it was created in.
@@ -381,7 +376,7 @@ class TaskAdmin(SelectionCheckbox, TaskColumns, admin.ModelAdmin):
             return self._back(task)
         except ValidationError as exc:
             self.message_user(
-                request, f"Task {task.pk} not paused: {_field_errors(exc)}", messages.ERROR
+                request, f"Task {task.pk} not paused: {validation.one_line(exc)}", messages.ERROR
             )
             return self._back(task)
         note = task.state.pause_note

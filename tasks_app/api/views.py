@@ -6,6 +6,7 @@ Every route requires authentication and Django model permissions (``permissions`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -45,7 +46,7 @@ from ..selectors.representations import (
 from ..services import permissions
 from . import filters, schema  # noqa: F401  (schema: registers the spectacular extension)
 from .errors import ErrorSerializer, exception_handler
-from .pagination import Pagination, RunCursorPagination
+from .pagination import DEAD_RUN_PAGES, RUN_PAGES, Pagination
 from .parsers import LimitedJSONParser
 from .route_access import ModelPermissions
 from .schema import extend_schema
@@ -139,7 +140,7 @@ class ApiView(ThrottledFirst, APIView):
     renderer_classes = [JSONRenderer]
     throttle_classes = [UserThrottle, AnonThrottle]
     # Lists are paginated; naming the class here also makes the schema show the envelope.
-    pagination_class: type[BasePagination] = Pagination
+    pagination_class: Callable[[], BasePagination] = Pagination
     # The operation of each method (``tasks_app.services.permissions.OPERATION_PERMISSIONS``).
     operations: dict[str, str] = {}
     schema = AutoSchema()
@@ -500,7 +501,7 @@ class TaskPreviewView(ApiView):
 
 @extend_schema(parameters=[TASK_ID])
 class TaskRunsView(ApiView):
-    pagination_class = RunCursorPagination
+    pagination_class = RUN_PAGES
     operations = {"GET": "task_runs"}
 
     @extend_schema(
@@ -520,7 +521,7 @@ class TaskRunsView(ApiView):
 
 class RunListView(ApiView):
     operations = {"GET": "runs"}
-    pagination_class = RunCursorPagination
+    pagination_class = RUN_PAGES
 
     @extend_schema(
         summary="List runs",
@@ -535,8 +536,7 @@ class RunListView(ApiView):
 
 class DeadRunListView(ApiView):
     operations = {"GET": "runs"}
-    pagination_class = RunCursorPagination
-    cursor_ordering = ("-finished_at", "-id")  # as selectors.run_list_dead: latest death first
+    pagination_class = DEAD_RUN_PAGES  # as selectors.run_list_dead: latest death first
 
     @extend_schema(
         summary="Dead runs: failed after their last retry, or expired",

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from .. import selectors, services
@@ -149,7 +150,7 @@ class FireAhead:
         return fired
 
 
-def _merged(*series: list[tuple[datetime, int]]) -> list[tuple[datetime, int]]:
+def _merged(*series: Sequence[tuple[datetime, int]]) -> list[tuple[datetime, int]]:
     """Per-second counts added together, in time order."""
     total: dict[datetime, int] = {}
     for counts in series:

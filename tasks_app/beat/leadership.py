@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from django.db import connection
 
+from .. import store
 from ..conf import app_settings
 
 log = logging.getLogger(__name__)
@@ -55,12 +56,11 @@ class AdvisoryLockLeadership:
     def is_leader(self) -> bool:
         try:
             if self._leader:
-                self._conn.execute("SELECT 1")  # still connected, so still holding the lock
+                store.leader_ping(self._conn)  # still connected, so still holding the lock
                 return True
             if self._conn is None:
                 self._conn = self._connect()
-            row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()
-            if row and row[0]:
+            if store.leader_lock(self._conn, key=self.key):
                 self._leader = True
                 log.info("beat leadership acquired by %s (advisory lock %d)", self.name, self.key)
             return self._leader

@@ -13,7 +13,7 @@ from ..celery_defaults import project_app
 from ..models import Run
 from ..runtime import clock
 from ..services.django_task import django_task_enqueue, django_task_enqueue_many
-from ..vocabulary.validation import check_run_at, configured_queues, json_value_problem
+from ..vocabulary.validation import check_run_at, configured_queues, json_value_problem, one_line
 from .framework import (
     ACTION,
     DEFAULT_TASK_PRIORITY,
@@ -58,7 +58,7 @@ class CeleryRunBackend(BaseTaskBackend):
             try:
                 check_run_at(max(task.run_after, now), now=now, field="run_after")
             except ValidationError as exc:
-                raise InvalidTask(_one_line(exc)) from exc
+                raise InvalidTask(one_line(exc)) from exc
 
     def enqueue(self, task: Any, args: Iterable[Any], kwargs: Mapping[str, Any]) -> Any:
         """A run of ``task`` with these arguments, due at ``run_after`` (or now), published
@@ -71,7 +71,7 @@ class CeleryRunBackend(BaseTaskBackend):
         try:
             run = django_task_enqueue(path=task.module_path, args=args, kwargs=kwargs, **_how(task))
         except ValidationError as exc:
-            raise InvalidTask(_one_line(exc)) from exc
+            raise InvalidTask(one_line(exc)) from exc
         return self._result(run, task)
 
     def enqueue_many(
@@ -93,7 +93,7 @@ class CeleryRunBackend(BaseTaskBackend):
                 path=task.module_path, calls=checked, **_how(task), then=results
             )
         except ValidationError as exc:
-            raise InvalidTask(_one_line(exc)) from exc
+            raise InvalidTask(one_line(exc)) from exc
 
     def _result(self, run: Run, task: Any) -> Any:
         """The ``TaskResult`` of an enqueue: of the new run (``task_enqueued`` sent), or,
@@ -173,9 +173,3 @@ def enqueue_many(task: Any, calls: Iterable[tuple[Iterable[Any], Mapping[str, An
             f"enqueue_many needs a CeleryRunBackend; {task.backend!r} is {type(backend).__name__}"
         )
     return backend.enqueue_many(task, calls)
-
-
-def _one_line(exc: ValidationError) -> str:
-    if hasattr(exc, "error_dict"):
-        return "; ".join(f"{field}: {' '.join(m)}" for field, m in exc.message_dict.items())
-    return " ".join(exc.messages)

@@ -30,9 +30,9 @@ from celery import current_app
 from celery.signals import worker_ready, worker_shutdown
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
 from django.utils.dateparse import parse_datetime
 
+from .. import store
 from ..checks import beat_scheduler_problem
 from ..conf import app_settings
 from ..runtime import clock
@@ -206,12 +206,7 @@ def _timed(probe: Any) -> Check:
 
 
 def check_database() -> Check:
-    def probe() -> None:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-
-    return _timed(probe)
+    return _timed(store.ping)
 
 
 def _broker_connection() -> Any:

@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from django.db import connection
 from django.utils import timezone
 
+from .. import store
 from ..conf import app_settings
 
 log = logging.getLogger(__name__)
@@ -67,9 +68,7 @@ class DatabaseClock:
         ``check`` is false (a process whose logging is not set up yet checks later)."""
         try:
             before = time.monotonic()
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT clock_timestamp()")
-                (instant,) = cursor.fetchone()
+            instant = store.database_clock()
             after = time.monotonic()
         except Exception:  # down, or a thread or test that may not use the database
             self._retry_at = time.monotonic() + RETRY_SECONDS

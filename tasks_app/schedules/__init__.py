@@ -36,7 +36,8 @@ its runs, and ``function_policy`` names the function's task for you::
     ]
 
 The package: ``definition`` (the ``Schedule`` type, ``function_policy``), ``sync`` (plan and apply a declared
-set, all or nothing), ``set_writes`` (the set's rows written in a few statements).
+set, all or nothing, the set's rows written by ``services.tasks.tasks_save`` and
+``tasks_delete`` in a few statements).
 """
 
 from .definition import Schedule, function_policy

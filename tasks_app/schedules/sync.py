@@ -26,18 +26,25 @@ from datetime import datetime
 from typing import Any, cast
 
 from django.core.exceptions import ValidationError
-from django.db import connection, models, transaction
+from django.db import models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django_celery_beat.models import PeriodicTasks
 
+from .. import store
 from ..conf import app_settings
-from ..models import Task
+from ..models import Run, Task
 from ..services import django_task_paths
 from ..services.audit import audit, plain
-from ..services.task_operations import TASK_FIELDS, task_delete, task_pause, task_save
+from ..services.task_operations import (
+    TASK_FIELDS,
+    task_delete,
+    task_pause,
+    task_save,
+    tasks_delete,
+    tasks_save,
+)
 from ..services.task_rules import validate_task
-from . import set_writes
 from .definition import Schedule
 
 SYNC_BY = "tasks sync"
@@ -201,33 +208,36 @@ def schedules_plan(module: str | None = None) -> Plan:
 def schedules_apply(plan: Plan, *, bulk: bool = True) -> None:
     """Write ``plan`` in one transaction (nothing is written if any write fails).
 
-    ``bulk`` (the default) writes the new and changed recurring tasks and the removed tasks
-    without runs as sets (``set_writes``): a few statements for the whole set instead of
-    some twenty per task, with the rows the per-task services (``task_save``,
-    ``task_delete``) write, and django-celery-beat's "changed" mark set once. The other
-    changes (``once`` and on-demand tasks, a schedule that starts or stops recurring,
-    removed tasks with runs) go through the per-task services. ``bulk=False`` sends every
-    change through them."""
+    ``bulk`` (the default) hands the services the set: the removed tasks without runs to
+    ``tasks_delete``, the new and changed definitions to ``tasks_save`` as a checked set,
+    which writes the recurring ones in a few statements for the whole set instead of some
+    twenty per task (the rows one at a time writes, django-celery-beat's "changed" mark set
+    once) and the others (``once`` and on-demand tasks, a schedule that starts or stops
+    recurring) one at a time; the removed tasks with runs are then paused one at a time.
+    ``bulk=False`` sends every change through the one-task services, one at a time."""
     with transaction.atomic():
         if not bulk:
             for change in plan.changes:
                 _apply(change, module=plan.module)
             return
-        creates = [
-            c.desired
-            for c in plan.changes
-            if c.kind == "create" and c.desired is not None and c.desired.is_recurring
-        ]
-        updates = [c.desired for c in plan.changes if c.kind == "update" and c.desired is not None]
-        removes = [c.task_id for c in plan.changes if c.kind == "remove"]
-        handled = set_writes.remove_unused(removes, module=plan.module, by=SYNC_BY)
-        handled |= set_writes.update_recurring(updates, module=plan.module, by=SYNC_BY)
-        set_writes.create_recurring(creates, module=plan.module, by=SYNC_BY)
-        handled |= {t.pk for t in creates}
+        removed = [c.task_id for c in plan.changes if c.kind == "remove"]
+        gone = _remove_unused(removed, module=plan.module)
+        # django-celery-beat's "changed" mark: once for the whole set
+        tasks_save(
+            tasks=[
+                c.desired
+                for c in plan.changes
+                if c.kind in ("create", "update") and c.desired is not None
+            ],
+            by=SYNC_BY,
+            owner=plan.module,
+            checked=True,
+            mark_beat_changed=not gone,
+        )
         for change in plan.changes:
-            if change.task_id not in handled:
+            if change.kind == "remove" and change.task_id not in gone:
                 _apply(change, module=plan.module)
-        if handled:
+        if gone:
             PeriodicTasks.update_changed()
 
 
@@ -236,8 +246,7 @@ def schedules_sync(module: str | None = None) -> Plan:
     (two releases) waits, then plans against what the first one wrote. Returns the plan
     that was applied."""
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [SYNC_LOCK_KEY])
+        store.sync_lock(key=SYNC_LOCK_KEY)
         plan = schedules_plan(module)
         schedules_apply(plan)
     return plan
@@ -383,6 +392,25 @@ def _apply(change: Change, *, module: str) -> None:
         task_save(task=current, by=SYNC_BY, owner=module)
         return
     _remove(current, module=module)
+
+
+def _remove_unused(task_ids: list[str], *, module: str) -> set[str]:
+    """Release and delete (``tasks_delete``, as a set) the tasks of ``task_ids`` that have no
+    runs; the ids it removed. Tasks with runs are left to the caller (paused, not deleted),
+    and so is django-celery-beat's "changed" mark."""
+    if not task_ids:
+        return set()
+    with_runs = set(
+        Run.objects.filter(task_id__in=task_ids).values_list("task_id", flat=True).distinct()
+    )
+    gone = [i for i in task_ids if i not in with_runs]
+    if not gone:
+        return set()
+    stored = {
+        t.pk: t for t in Task.objects.filter(pk__in=gone).only("pk", "declared_in", "periodic_task")
+    }
+    tasks_delete(tasks=[stored[i] for i in gone], by=SYNC_BY, owner=module, mark_beat_changed=False)
+    return set(gone)
 
 
 def _remove(task: Task, *, module: str) -> None:

@@ -17,11 +17,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.core.cache import cache
-from django.db import connection
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, TruncMinute
 
-from .. import selectors
+from .. import selectors, store
 from ..models import Run, RunStatus, Task, TaskState, TaskStatus
 from ..observability import health
 from ..runtime import clock
@@ -135,20 +134,7 @@ def lateness_per_minute(*, now: datetime) -> list[MinuteLateness]:
     started (one query over the due-time index: by due minute, not start minute, so the
     window is an index range whatever the history holds)."""
     since = _minutes(now)[0]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT date_trunc('minute', due_at) AS minute,
-                   percentile_cont(0.5) WITHIN GROUP (ORDER BY lateness_ms),
-                   percentile_cont(0.99) WITHIN GROUP (ORDER BY lateness_ms),
-                   count(*)
-            FROM tasks_app_run
-            WHERE due_at >= %s AND due_at <= %s AND lateness_ms IS NOT NULL
-            GROUP BY 1 ORDER BY 1
-            """,
-            [since, now],
-        )
-        return [MinuteLateness(m, float(p50), float(p99), n) for m, p50, p99, n in cursor]
+    return [MinuteLateness(*m) for m in store.lateness_per_minute(since=since, until=now)]
 
 
 def failing_tasks(*, limit: int = LIST_LIMIT) -> list[dict[str, Any]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
@@ -115,14 +114,10 @@ def run_outcome(*, run: Run) -> RunOutcome:
     return RunOutcome(attempts=attempts)
 
 
-def tally_rows(
-    *, since: datetime, until: datetime, edges: Sequence[float]
-) -> list[tuple[Any, ...]]:
+def tally_rows(*, since: datetime, until: datetime, edges: Sequence[float]) -> list[store.Tally]:
     """``(status, action, bucket, count, lateness_sum_ms)`` of runs finished in [since, until);
     ``bucket``: how many of ``edges`` (ms) the start lateness reaches, ``None`` unstarted."""
-    return store.fetch_all(
-        "tally_finished_runs", {"since": since, "until": until, "edges": list(edges)}
-    )
+    return store.tally_finished_runs(since=since, until=until, edges=list(edges))
 
 
 @dataclass
@@ -160,12 +155,11 @@ def run_tally_totals(*, through: datetime, edges: Sequence[float]) -> RunTotals:
 
 def pending_fires_per_second(
     *, until: datetime, limit: int = FIRES_COUNTED
-) -> list[tuple[datetime, int]]:
+) -> list[store.PerSecond]:
     """Schedule fires recorded and not yet published (``pending``) due by ``until``, counted
     per second of their due time, in time order (read by beat to prepare a busy instant;
     through ``run_pending_due_idx``)."""
-    rows = store.fetch_all("pending_fires_per_second", {"until": until, "limit": limit})
-    return [(second, fires) for second, fires in rows]
+    return store.pending_fires_per_second(until=until, limit=limit)
 
 
 def runs_held() -> list[tuple[str, str, int]]:

@@ -7,7 +7,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import connection
 from django.db.models import Max, Q, QuerySet
 
 from .. import store
@@ -77,19 +76,6 @@ VALUES_IN_USE = {
     ("django_celery_beat_periodictask", "task"): "tasks_app_entry_task_idx",
 }
 
-# A loose index scan: the smallest value, then repeatedly the next one above it, each one
-# probe of the column's index; ``SELECT DISTINCT`` would read every row.
-_VALUES_IN_USE_SQL = """
-WITH RECURSIVE v(value) AS (
-    (SELECT {column} FROM {table} ORDER BY {column} LIMIT 1)
-    UNION ALL
-    SELECT (SELECT t.{column} FROM {table} t WHERE t.{column} > v.value
-             ORDER BY t.{column} LIMIT 1)
-      FROM v WHERE v.value IS NOT NULL
-)
-SELECT value FROM v WHERE value IS NOT NULL
-"""
-
 
 def values_in_use(table: str, column: str) -> list[str]:
     """The distinct values of ``column`` of ``table`` (one of :data:`VALUES_IN_USE`), in
@@ -97,10 +83,7 @@ def values_in_use(table: str, column: str) -> list[str]:
     the cost follows the number of distinct values, not of rows."""
     if (table, column) not in VALUES_IN_USE:
         raise ValueError(f"no index serves the values of {column!r} in {table}")
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(_VALUES_IN_USE_SQL.format(table=quote(table), column=quote(column)))
-        return [row[0] for row in cursor.fetchall()]
+    return store.values_in_use(table, column)
 
 
 def in_ranges(qs: QuerySet[Any], columns: dict[str, str], ranges: dict[str, Any]) -> QuerySet[Any]:
@@ -210,5 +193,5 @@ def fires_due_per_second(
     that fire, in time order: what beat has to record soon (read to prepare a busy instant).
     Read from the state rows alone, through ``task_state_next_run_idx``: a delayed run's
     task counts too, which only makes the estimate cautious."""
-    rows = store.fetch_all("fires_due_per_second", {"until": until, "limit": limit})
+    rows = store.fires_due_per_second(until=until, limit=limit)
     return [(second, fires) for second, fires in rows]

@@ -1,20 +1,20 @@
-"""Every write: tasks, schedules and runs. The only place that moves a status.
+"""Every write: tasks, schedules and runs, each asked for by a way in and checked here.
 
 Entry points (admin, API, management commands, Celery tasks, the beat scheduler) call these
-functions and hold no rules of their own. Status changes are conditional updates
-(``UPDATE ... WHERE status = <expected>``, each a named statement of ``tasks_app/store``), so a
-duplicated message or a second process racing for the same row changes nothing.
+functions and hold no rules of their own. A status moves only through the store
+(``tasks_app.store``: conditional updates, ``UPDATE ... WHERE status = <expected>``), which
+these functions call, so a duplicated message or a second process racing for the same row
+changes nothing.
 
-Modules: ``task_operations`` (tasks: create, change, pause, backfill, run now), ``task_rules``
-(the rules of a task that span fields or read what is stored), ``schedule_mirror`` (a task's
-schedule mirrored: its next fire, its once run and its beat entry), ``run_create`` (new runs
-and attempts), ``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim,
-complete, fail, interrupt, cancel), ``retry_policy``, ``run_recovery`` (lease and sweep
-writes), ``firing`` (recurring fires recorded by beat), ``django_task`` (runs enqueued through
-Django's task framework), ``alarms`` (missed-run alarms), ``queue_pause`` (a queue paused and
-resumed), ``runs_prune`` (old runs deleted), ``run_tally`` (finished runs counted for
-/metrics), ``permissions`` (who may do what), ``tokens`` (API tokens), ``duplicate``,
-``audit``, ``errors``.
+Modules: ``task_operations`` (tasks: create, change, delete (one or a set at once), pause, backfill,
+run now), ``task_rules`` (the
+rules of a task that span fields or read what is stored), ``schedule_mirror`` (a
+task's schedule mirrored: its next fire, its once run and its beat entry), ``run_create`` (new runs and attempts),
+``run_release`` (pending runs onto the broker), ``run_lifecycle`` (claim, complete, fail,
+interrupt, cancel), ``time_limits``, ``run_recovery`` (lease and sweep writes), ``firing``
+(recurring fires recorded by beat), ``django_task`` (runs enqueued through Django's task
+framework), ``alarms`` (missed-run alarms), ``queue_pause`` (a queue paused and resumed),
+``runs_prune`` (old runs deleted), ``run_tally`` (finished runs counted for /metrics), ``duplicate``, ``audit``, ``errors``.
 Schedules declared in code are applied by ``tasks_app.schedules`` (``manage.py tasks sync``).
 """
 
@@ -24,7 +24,6 @@ from .errors import ConflictError
 from .firing import schedule_fire_due
 from .flow import flow_admit
 from .queue_pause import queue_pause, queue_resume
-from .retry_policy import retry_delay
 from .run_create import run_create, run_retry
 from .run_lifecycle import (
     cap_output,
@@ -53,6 +52,8 @@ from .task_operations import (
     task_save,
     task_schedule_once,
     task_update,
+    tasks_delete,
+    tasks_save,
 )
 
 __all__ = [
@@ -71,7 +72,6 @@ __all__ = [
     "horizon",
     "publish_runs",
     "release_due_runs",
-    "retry_delay",
     "run_cancel",
     "run_claim",
     "run_complete",
@@ -93,6 +93,8 @@ __all__ = [
     "task_pause",
     "task_resume",
     "task_save",
+    "tasks_delete",
+    "tasks_save",
     "task_schedule_once",
     "task_update",
 ]

@@ -39,7 +39,7 @@ def schedule_error_raise(task_id: str, *, error: BaseException, now: datetime) -
         f"beat skips this task until it is edited: its schedule could not be computed "
         f"({type(error).__name__}: {error})"
     )[:1000]
-    store.execute("raise_schedule_error", {"task_id": task_id, "note": note, "now": now})
+    store.raise_schedule_error(task_id=task_id, note=note, now=now)
     log.error("schedule error for task %s: %s", task_id, note, extra={"task_id": task_id})
     transaction.on_commit(lambda: _notify(task_id, note, now))
 
@@ -49,7 +49,7 @@ def schedule_errors_clear(task_ids: list[str]) -> int:
     cleared, so beat fires them again; how many were flagged."""
     if not task_ids:
         return 0
-    return store.execute("clear_schedule_errors", {"task_ids": task_ids})
+    return store.clear_schedule_errors(task_ids=task_ids)
 
 
 def alarms_check(*, now: datetime) -> tuple[int, int]:
@@ -70,12 +70,12 @@ def alarms_check(*, now: datetime) -> tuple[int, int]:
             note = (
                 f"fire at {fire.isoformat()} has not completed within {task.alert_after_seconds} s"
             )
-            store.execute("raise_alarm", {"task_id": task.pk, "note": note, "now": now})
+            store.raise_alarm(task_id=task.pk, note=note, now=now)
             log.error("missed-run alarm for task %s: %s", task.id, note, extra={"task_id": task.id})
             _notify(task.id, note, now)
             raised += 1
         elif fire is None and task.state.alarm_since is not None:
-            store.execute("clear_alarms", {"task_ids": [task.pk]})
+            store.clear_alarms(task_ids=[task.pk])
             log.info("missed-run alarm for task %s cleared", task.id, extra={"task_id": task.id})
             cleared += 1
     # Paused or unscheduled tasks are not expected to run: drop their alarms (a schedule
@@ -86,7 +86,7 @@ def alarms_check(*, now: datetime) -> tuple[int, int]:
         .values_list("pk", flat=True)
     )
     if unwatched:
-        store.execute("clear_alarms", {"task_ids": unwatched})
+        store.clear_alarms(task_ids=unwatched)
     return raised, cleared
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from collections.abc import Callable
@@ -12,8 +13,6 @@ from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
 from django.db import connections, transaction
-from django.db.models.base import ModelState
-from psycopg.types.json import Jsonb
 
 from .. import store
 from ..models import Run, RunStatus, Task, Trigger
@@ -70,7 +69,6 @@ def django_task_enqueue(
     it in time. ``ValidationError`` names a refused field; nothing is written then.
     """
     (run,), published = _write(
-        batch=False,
         path=path,
         calls=[(args, kwargs)],
         queue=queue,
@@ -111,7 +109,6 @@ def django_task_enqueue_many(
     if not calls:
         return then([])
     runs, published = _write(
-        batch=True,
         path=path,
         calls=calls,
         queue=queue,
@@ -142,7 +139,6 @@ def _publish_committed(runs: list[Run]) -> None:
 
 def _write(
     *,
-    batch: bool,
     path: str,
     calls: list[tuple[list[Any], dict[str, Any]]],
     queue: str,
@@ -158,52 +154,29 @@ def _write(
         due_at = validation.check_run_at(run_after, now=now, field="run_after")
     ids = _run_ids(len(calls))
     payloads = [{"task": path, "args": a, "kwargs": k, "using": using} for a, k in calls]
-    first = Run(
-        id=ids[0],
+    write = functools.partial(
+        store.enqueue_runs,
         task_id=function_task_id(path),
-        trigger=Trigger.ENQUEUE,
-        action=ACTION,
-        requested_by=REQUESTED_BY_CODE,
-        status=RunStatus.PENDING,
-        due_at=due_at,
-        scheduled_for=due_at,
-        created_at=now,
-        payload=payloads[0],
+        path=path,
+        ids=ids,
+        payloads=payloads,
         queue=queue,
         priority=priority,
+        due_at=due_at,
+        now=now,
+        horizon_end=now + horizon(),
     )
-    statement = "enqueue_runs" if batch else "enqueue_run"
-    params: dict[str, Any] = {
-        "task_id": first.task_id,
-        "path": path,
-        "queue": queue,
-        "priority": priority,
-        "due_at": due_at,
-        "created_at": now,
-        "horizon_end": now + horizon(),
-    }
-    if batch:
-        params["ids"], params["payloads"] = ids, Jsonb(payloads)
-    else:
-        params["id"], params["payload"] = ids[0], Jsonb(payloads[0])
-    row = store.fetch_one(statement, params)
-    if row is None:  # the function's first enqueue, its task deleted, or its calls unique
+    runs = write()
+    if runs is None:  # the function's first enqueue, its task deleted, or its calls unique
         task = function_task_of(path)
         if task.unique_on:
             return _unique_write(
                 task, payloads, queue=queue, priority=priority, due_at=due_at
             ), True
-        row = store.fetch_one(statement, params)
-        if row is None:
+        runs = write()
+        if runs is None:
             raise ValidationError({"task": [f"the task of {path} could not be written"]})
-    first.status, first.task = row[1], store.message_task(row[2:])  # after how many went in
-    first._state.adding, first._state.db = False, "default"
-    if first.status == RunStatus.QUEUED:
-        first.queued_at = now
-    return [
-        first,
-        *(_sibling(first, i, p) for i, p in zip(ids[1:], payloads[1:], strict=True)),
-    ], False
+    return runs, False
 
 
 def function_task_of(path: str) -> Task:
@@ -252,15 +225,3 @@ def _run_ids(n: int) -> list[uuid.UUID]:
     system's random source instead of one read each."""
     data = os.urandom(16 * n)
     return [uuid.UUID(bytes=data[i : i + 16], version=4) for i in range(0, 16 * n, 16)]
-
-
-def _sibling(run: Run, run_id: uuid.UUID, payload: dict[str, Any]) -> Run:
-    """A run like ``run`` (as the statement wrote it) but for its id and ``payload``: the runs
-    of a batch differ in nothing else, so ``Model.__init__`` (every field's default worked out
-    again per run) and the related-object descriptor are skipped."""
-    state = ModelState()
-    state.adding, state.db = False, run._state.db
-    state.fields_cache = dict(run._state.fields_cache)  # the task, as the statement read it
-    sibling = Run.__new__(Run)
-    sibling.__dict__ = {**run.__dict__, "_state": state, "id": run_id, "payload": payload}
-    return sibling

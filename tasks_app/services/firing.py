@@ -36,7 +36,7 @@ from django_celery_beat.models import PeriodicTask
 
 from .. import store
 from ..models import RECURRING, Run, RunStatus, Task, Trigger
-from ..selectors import paused_filter, paused_queues
+from ..selectors import paused_filter
 from ..timing.task_schedule import fire_due_at, plan_task_fires
 from ..vocabulary.choices import REQUESTED_BY_BEAT, REQUESTED_BY_SCHEDULE
 from .alarms import schedule_error_raise
@@ -134,8 +134,6 @@ def _fire_tasks(
     task is still due by ``until`` and the tasks whose own schedule math raised (Python
     side: they are left out, the others go on). A failing statement raises."""
     release_by = now + horizon()
-    # A fire on a paused queue is recorded, pending, and waits for the queue's resume.
-    held_queues = paused_queues()
     runs: list[Run] = []
     advances: list[tuple[str, datetime | None]] = []
     fired_tasks: list[Task] = []
@@ -175,13 +173,11 @@ def _fire_tasks(
             )
         for run in task_runs:
             run.created_at = now  # recorded at the tick, and (when due soon) queued then too
-            if run.due_at <= release_by and run.queue_name not in held_queues:
-                run.status, run.queued_at = RunStatus.QUEUED, now
         runs.extend(task_runs)
         fired_tasks.append(task)
         advances.append((task.id, plan.next_fire))
         still_due = still_due or (plan.next_fire is not None and plan.next_fire <= until)
-    inserted = _insert_runs(runs)
+    inserted = _insert_runs(runs, release_by=release_by)
     fired = Counter(run.task_id for run in inserted)
     _advance_tasks([(task_id, nxt, fired[task_id]) for task_id, nxt in advances])
     periodic = [t.periodic_task_id for t in fired_tasks if t.periodic_task_id and fired[t.id]]
@@ -197,19 +193,17 @@ def _fire_tasks(
     return inserted, still_due, culprits
 
 
-def _insert_runs(runs: list[Run]) -> list[Run]:
-    """Insert ``runs``, skipping fires already recorded; return those actually inserted."""
-    present = runs_insert(runs)
-    if len(present) < len(runs):
-        log.info("%d fire(s) were already recorded; not recorded again", len(runs) - len(present))
-    return [r for r in runs if r.id in present]
+def _insert_runs(runs: list[Run], *, release_by: datetime) -> list[Run]:
+    """Insert ``runs``, skipping fires already recorded; return those actually inserted,
+    queued when due by ``release_by`` and releasable (a fire on a paused queue waits,
+    pending, for the queue's resume)."""
+    inserted = runs_insert(runs, release_by=release_by)
+    if len(inserted) < len(runs):
+        log.info("%d fire(s) were already recorded; not recorded again", len(runs) - len(inserted))
+    return inserted
 
 
 def _advance_tasks(rows: list[tuple[str, datetime | None, int]]) -> None:
     """Set ``next_run_at`` and add to ``fire_count`` for many tasks in one statement."""
     if rows:
-        ids, next_fires, fired = zip(*rows, strict=True)
-        store.execute(
-            "advance_tasks",
-            {"task_ids": list(ids), "next_fires": list(next_fires), "fired": list(fired)},
-        )
+        store.advance_tasks([store.Advance(*row) for row in rows])

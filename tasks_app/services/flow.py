@@ -31,7 +31,7 @@ from typing import Any
 from django.db import transaction
 
 from .. import store
-from ..models import EXPLICIT_TRIGGERS, HoldReason, Run, RunStatus, Task, TaskStatus
+from ..models import HoldReason, Run, RunStatus, Task, TaskStatus
 from ..runtime import clock
 from .run_release import horizon, send_queued
 
@@ -60,10 +60,10 @@ def flow_hold(run: Run, refusal: str) -> None:
     reason, _, epoch = refusal.partition(":")
     not_before = datetime.fromtimestamp(float(epoch), tz=UTC) if epoch else None
     held = HoldReason.RATE if reason == HoldReason.RATE else HoldReason.CONCURRENCY
-    row = store.fetch_one("hold_run", {"run_id": run.pk, "held": held, "not_before": not_before})
-    if row is None:  # no longer queued (cancelled meanwhile): nothing to hold
+    key = store.hold_run(run_id=run.pk, held=held, not_before=not_before)
+    if key is None:  # no longer queued (cancelled meanwhile): nothing to hold
         return
-    run.status, run.held, run.not_before, run.flow_key = RunStatus.PENDING, held, not_before, row[0]
+    run.status, run.held, run.not_before, run.flow_key = RunStatus.PENDING, held, not_before, key
     log.debug("run %s held (%s) until %s", run.pk, reason, not_before or "a slot frees")
     now = clock.now()
     if reason == "line":
@@ -89,18 +89,16 @@ def flow_admit(task_ids: Iterable[str] | None = None, *, now: datetime | None = 
     for task in Task.objects.select_related("state").filter(pk__in=list(task_ids)):
         with transaction.atomic():
             if task.concurrency_limit:  # serialized with the task's claims
-                store.execute("flow_lock", {"task_id": task.pk})
+                store.flow_lock(task_id=task.pk)
             ids = _due_reservations(task, now) + _free_slots(task, now)
             if ids:
-                rows = store.fetch_all("admit_runs", {"run_ids": ids, "now": now})
-                admitted += [row[0] for row in rows]
+                admitted += store.admit_runs(run_ids=ids, now=now)
     return _send(admitted, now=now)
 
 
 def _let_go(run_ids: list[Any], *, now: datetime) -> int:
     """Publish a held run now: one held by a rate, for its reserved start."""
-    rows = store.fetch_all("admit_runs", {"run_ids": run_ids, "now": now})
-    return _send([row[0] for row in rows], now=now)
+    return _send(store.admit_runs(run_ids=run_ids, now=now), now=now)
 
 
 def _send(run_ids: list[Any], *, now: datetime) -> int:
@@ -116,15 +114,8 @@ def _paused(task: Task) -> bool:
 
 
 def _due_reservations(task: Task, now: datetime) -> list[Any]:
-    held = Run.objects.filter(
-        task_id=task.pk,
-        status=RunStatus.PENDING,
-        held=HoldReason.RATE,
-        not_before__lte=now + horizon(),
-    )
-    if _paused(task):  # only runs a person asked for go ahead of a pause
-        held = held.filter(trigger__in=EXPLICIT_TRIGGERS)
-    return list(held.values_list("id", flat=True))
+    # Of a paused task, only runs a person asked for go ahead of the pause.
+    return store.held_for_rate(task_id=task.pk, until=now + horizon(), paused=_paused(task))
 
 
 def _free_slots(task: Task, now: datetime) -> list[Any]:
@@ -136,15 +127,11 @@ def _free_slots(task: Task, now: datetime) -> list[Any]:
         free = task.concurrency_limit - running - on_their_way
     if free <= 0:
         return []
-    rows = store.fetch_all(
-        "held_for_slots",
-        {
-            "task_id": task.pk,
-            "free": free,
-            "key_limit": task.concurrency_limit_per_key,
-            "window": ADMIT_WINDOW,
-            "now": now,
-            "paused": _paused(task),
-        },
+    return store.held_for_slots(
+        task_id=task.pk,
+        free=free,
+        key_limit=task.concurrency_limit_per_key,
+        window=ADMIT_WINDOW,
+        now=now,
+        paused=_paused(task),
     )
-    return [row[0] for row in rows]

@@ -1,7 +1,7 @@
 """Pausing a queue: its runs wait, none lost, until it is resumed.
 
 The pause is a row of ``QueuePause`` (the queue's name its key). While it exists the release
-does not publish the queue's pending runs (``run_release.releasable``), beat records the
+does not publish the queue's pending runs (the release rule, ``tasks_app_releasable`` in the store), beat records the
 queue's schedule fires ``pending`` (``firing``), and a message of the queue that still
 reaches a worker (published before the pause) is refused by ``claim_run`` as
 ``queue_paused``: the run goes back to ``pending`` and frees the worker's slot at once. Runs

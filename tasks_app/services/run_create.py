@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -42,8 +42,6 @@ def new_run(
     unless given), with its own ``payload``, ``queue`` and ``priority`` if given (unset: the
     task's), made with the task's action as it is now (``Run.action``, which masks its
     secrets for good) and asked for by ``requested_by`` (``Run.requested_by``)."""
-    if expires_at is None and task.expires_after_seconds:
-        expires_at = due_at + timedelta(seconds=task.expires_after_seconds)
     return Run(
         task=task,
         trigger=trigger,
@@ -62,13 +60,14 @@ def new_run(
     )
 
 
-def runs_insert(runs: list[Run]) -> set[Any]:
-    """Store ``runs`` as they are (beat's fires, some already queued at the tick; a backfill's
-    runs) in one statement, skipping fires already recorded; the ids of those inserted. Their
-    publishing is the caller's."""
+def runs_insert(runs: list[Run], *, release_by: datetime | None = None) -> list[Run]:
+    """Store ``runs`` (beat's fires; a backfill's runs) in one statement, skipping fires
+    already recorded; those inserted. With ``release_by``, a run due by then is queued at
+    its ``created_at`` if the release rule lets it go (the caller publishes it); else all wait
+    pending. Their publishing is the caller's."""
     if not runs:
-        return set()
-    return {row[0] for row in store.fetch_all("insert_runs", {"runs": store.runs_rows(runs)})}
+        return []
+    return store.insert_runs(runs, horizon_end=release_by)
 
 
 def same_call(run: Run) -> dict[str, Any]:
@@ -127,8 +126,7 @@ def _run_insert(run: Run, *, task: Task, now: datetime) -> Run:
     # Created at the caller's now, the database's clock like its due instant: a run due
     # "now" is not taken for a timed one (Run.timed) by the hosts' clocks' difference.
     run.created_at = now
-    store.fetch_one("create_run", store.run_params(run))
-    run._state.adding, run._state.db = False, "default"
+    store.create_run(run)
     enqueue_on_commit(run, now=now)
     if run.requested_by and log.isEnabledFor(logging.INFO):
         run_log(log, run).info(

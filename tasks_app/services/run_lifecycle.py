@@ -23,7 +23,6 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from .. import actions, store
 from ..conf import app_settings
 from ..models import (
-    OverlapPolicy,
     Run,
     RunStatus,
     Task,
@@ -32,14 +31,15 @@ from ..models import (
 from ..runtime import clock
 from ..runtime.run_logs import run_log
 from ..selectors import paused_filter
+from ..timing.policies import retry_after
 from ..vocabulary import secret_fields, validation
 from ..vocabulary.choices import REQUESTED_BY_RETRY
 from . import flow, permissions
 from .audit import jsonable
 from .errors import ConflictError
-from .retry_policy import retry_delay, timed_out_error
 from .run_create import run_create, same_call
 from .task_operations import task_pause
+from .time_limits import timed_out_error
 
 log = logging.getLogger(__name__)
 # The database is unreachable (restart, failover, network): worth waiting for, not a failure.
@@ -53,7 +53,6 @@ EXECUTOR_LOCK_WAIT_SECONDS = 2.0
 EARLY_WAIT_SECONDS = 5.0
 # The reasons claim_run gives when the task's flow control holds a run back (services.flow).
 FLOW_REFUSALS = ("concurrency", "line", "rate")
-_RESULT = Run._meta.get_field("result")
 # The error of a run asked to stop whose action then returned (its output and result kept).
 RETURNED_AFTER_CANCEL = "cancelled: its action returned after the request to stop"
 
@@ -176,20 +175,8 @@ def _claim(
 ) -> tuple[Run | None, str | None]:
     """The run claimed and ``None``, or the run as the statement saw it (``None`` if gone)
     and the reason it was not claimed."""
-    row = store.fetch_one(
-        "claim_run",
-        {
-            "run_id": run_id,
-            "worker": worker,
-            "now": now,
-            "overlap_checked": overlap_checked,
-        },
-    )
-    assert row is not None  # the statement answers one row: the claim or its refusal
-    refused: str | None = row[-1]
-    if refused == "gone":
-        return None, refused
-    return store.claimed_run(row), refused
+    claim = store.claim_run(run_id=run_id, worker=worker, now=now, overlap_checked=overlap_checked)
+    return claim.run, claim.refused
 
 
 def _claim_when_due(
@@ -222,7 +209,7 @@ def _claim_refused(
     elif refused == "early":
         # Not due for a while (the message left too early, or the database's clock moved
         # back): back to pending, and beat publishes it again as its instant comes.
-        store.execute("unqueue_runs", {"run_ids": [run.pk]})
+        store.unqueue_runs(run_ids=[run.pk])
         log.warning("run %s arrived %s before it is due; handed back", run_id, run.due_at - now)
     elif refused == "paused":
         _hold_for_pause(run, now=now)
@@ -285,17 +272,16 @@ def _recover_if_orphaned(run: Run) -> None:
 def _executor_gone(run: Run) -> bool | None:
     """Whether the run's executor lock is free (then held until the transaction ends);
     ``None`` if this process's own session holds it (it is the executor)."""
-    row = store.fetch_one("executor_gone", {"run_id": run.pk})
-    return None if row is None else row[0]
+    return store.executor_gone(run_id=run.pk)
 
 
 def _hold_for_pause(run: Run, *, now: datetime) -> None:
     """A message for a paused task's run arrived: a schedule fire is skipped (pausing stops
     fires), a delayed run goes back to ``pending`` until the task is resumed."""
     if run.trigger == Trigger.SCHEDULE:
-        store.execute("skip_run", {"run_id": run.pk, "now": now, "error": "skipped: task paused"})
+        store.skip_run(run_id=run.pk, now=now, error="skipped: task paused")
     else:
-        store.execute("unqueue_runs", {"run_ids": [run.pk]})
+        store.unqueue_runs(run_ids=[run.pk])
     log.info("run %s held: task %s is paused", run.id, run.task_id)
 
 
@@ -303,34 +289,25 @@ def _hold_for_queue_pause(run: Run) -> None:
     """A message for a run of a paused queue arrived: the run goes back to ``pending``
     (whatever its trigger: nothing is skipped), its due instant kept, and the worker's slot
     is free at once; the release publishes it again once the queue is resumed."""
-    store.execute("unqueue_runs", {"run_ids": [run.pk]})
+    store.unqueue_runs(run_ids=[run.pk])
     log.info("run %s held: its queue is paused", run.id)
 
 
 def _overlap_allows(run: Run, *, now: datetime) -> bool:
-    """The task's overlap policy, decided at the instant the run would start.
-
-    Claims of one task are serialized on its row (``SELECT ... FOR UPDATE``, taken after
-    the run's own row like every claim does), so two runs can never both see "nothing
-    running". ``skip``: a run due while another is running is
-    ``skipped``. ``buffer_one``: it waits (back to ``pending``; beat offers it again next
-    tick) unless an earlier run is already waiting, in which case it is ``skipped``.
-    """
-    list(Task.objects.select_for_update().filter(pk=run.task_id).values_list("pk", flat=True))
-    others = Run.objects.filter(task_id=run.task_id).exclude(pk=run.pk)
-    busy = others.filter(status=RunStatus.RUNNING).values_list("id", flat=True).first()
-    if busy is None:
+    """Act on the task's overlap policy, decided by the store at the instant the run would
+    start (``overlap_verdict``, under the task's lock): ``skip`` a run due while another is
+    running, or let a ``buffer_one`` run ``wait`` (back to ``pending``; beat offers it again
+    next tick) unless an earlier run is already waiting."""
+    overlap = store.overlap_verdict(run_id=run.pk, task_id=run.task_id, due_at=run.due_at)
+    if overlap.verdict == "start":
         return True
-    waiting = others.filter(
-        status__in=[RunStatus.PENDING, RunStatus.QUEUED], due_at__lt=run.due_at
-    ).exists()
-    if run.task.overlap_policy == OverlapPolicy.BUFFER_ONE and not waiting:
-        store.execute("unqueue_runs", {"run_ids": [run.pk]})
-        log.info("run %s waits for run %s to finish (overlap buffer_one)", run.id, busy)
+    if overlap.verdict == "wait":
+        store.unqueue_runs(run_ids=[run.pk])
+        log.info("run %s waits for run %s to finish (overlap buffer_one)", run.id, overlap.busy)
         return False
-    reason = f"skipped: run {busy} was still running (overlap {run.task.overlap_policy})"
-    store.execute("skip_run", {"run_id": run.pk, "now": now, "error": reason})
-    log.info("run %s skipped: run %s still running", run.id, busy)
+    reason = f"skipped: run {overlap.busy} was still running (overlap {run.task.overlap_policy})"
+    store.skip_run(run_id=run.pk, now=now, error=reason)
+    log.info("run %s skipped: run %s still running", run.id, overlap.busy)
     return False
 
 
@@ -342,21 +319,18 @@ def run_complete(*, run: Run, output: str = "", result: Any = None) -> Run:
     text, truncated = cap_output(output)
     now = clock.now()
     value = None if result is None else jsonable(result)
-    row = store.fetch_one(
-        "complete_run",
-        {
-            "run_id": run.pk,
-            "now": now,
-            "output": text,
-            "truncated": truncated,
-            "result": None if value is None else _RESULT.get_db_prep_save(value, connection),
-            "cancelled_error": RETURNED_AFTER_CANCEL,
-        },
+    done = store.complete_run(
+        run_id=run.pk,
+        now=now,
+        output=text,
+        truncated=truncated,
+        result=value,
+        cancelled_error=RETURNED_AFTER_CANCEL,
     )
-    if not row or not row[0]:
+    if not done.status:
         _not_recorded(run, RunStatus.COMPLETED)
         return run
-    run.status, run.finished_at, run.flow_waiting = RunStatus(row[0]), now, bool(row[2])
+    run.status, run.finished_at, run.flow_waiting = RunStatus(done.status), now, done.runs_held
     run.output, run.truncated, run.result = text, truncated, value
     if run.status == RunStatus.CANCELLED:
         run.error = RETURNED_AFTER_CANCEL
@@ -372,15 +346,20 @@ def run_fail(*, run: Run, error: str, retryable: bool = True, executor: bool = F
     Attempt ``n`` is retried while ``n - interruptions <= max_retries`` (so
     ``max_retries=3`` makes up to 4 attempts, not counting those cut off by their worker's
     death); each retry is a new run row (``trigger=retry``, ``attempt=n+1``, linked to
-    the first attempt) due after :func:`retry_delay`. The finish is conditional on the run
+    the first attempt) due after ``timing.policies.retry_after``. The finish is conditional on the run
     still being ``running``, and the next attempt is created in the same transaction only
     if it was, so two processes failing the same run make one retry, not two. ``executor``:
     the caller is the process that claimed the run, and releases its executor lock.
     """
     task = run.task
-    tries = run.attempt - run.interruptions
-    retry = retryable and tries <= task.max_retries
-    delay = retry_delay(task, attempt=tries) if retry else None
+    delay = None
+    if retryable:
+        delay = retry_after(
+            attempt=run.attempt,
+            interruptions=run.interruptions,
+            max_retries=task.max_retries,
+            backoff_seconds=task.retry_backoff_seconds,
+        )
     return _finish(run, error=error, executor=executor, retry_after=delay)
 
 
@@ -417,14 +396,13 @@ def _finish(
     text, _ = cap_output(error)
     now = clock.now()
     with transaction.atomic():
-        finished = store.fetch_one(
-            "finish_run",
-            {"run_id": run.pk, "status": status, "now": now, "error": text, "executor": executor},
+        finished = store.finish_run(
+            run_id=run.pk, status=status, now=now, error=text, executor=executor
         )
-        if finished is None or finished[0] is None:
+        if finished is None:
             _not_recorded(run, status)
             return run
-        run.status, run.finished_at, run.error = RunStatus(finished[1]), now, text
+        run.status, run.finished_at, run.error = RunStatus(finished.status), now, text
         if run.status == RunStatus.CANCELLED:  # a person asked it to stop: no new attempt
             task_after_run([run.task_id], RunStatus.CANCELLED)
         elif retry_after is not None:
@@ -479,19 +457,18 @@ def run_cancel(*, run: Run, by: permissions.Actor = "") -> Run:
     refused (409)."""
     name = permissions.authorize(by, "cancel")
     now = clock.now()
-    row = store.fetch_one("cancel_run", {"run_id": run.pk, "now": now})
-    if row is not None:
+    if store.cancel_run(run_id=run.pk, now=now) is not None:
         run.refresh_from_db()
         task_after_run([run.task_id], RunStatus.CANCELLED)
         run_log(log, run).info("run %s cancelled by %s", run.id, name or "-", extra={"by": name})
         return run
-    asked = store.fetch_one("request_cancel", {"run_id": run.pk, "now": now})
+    asked = store.request_cancel(run_id=run.pk, now=now)
     run.refresh_from_db()
     if asked is None:
         raise ConflictError(
             f"run {run.id} is {run.status}; only pending, queued or running runs can be cancelled"
         )
-    if asked[0] == now:
+    if asked == now:
         run_log(log, run).info(
             "run %s asked to stop by %s", run.id, name or "-", extra={"by": name}
         )
@@ -500,9 +477,9 @@ def run_cancel(*, run: Run, by: permissions.Actor = "") -> Run:
 
 def runs_expire(run_ids: list[Any], *, now: datetime) -> int:
     """Those of ``run_ids`` still waiting past their deadline become ``expired``."""
-    rows = store.fetch_all("expire_runs", {"run_ids": run_ids, "now": now})
-    task_after_run({row[0] for row in rows}, RunStatus.EXPIRED)
-    return len(rows)
+    task_ids = store.expire_runs(run_ids=run_ids, now=now)
+    task_after_run(set(task_ids), RunStatus.EXPIRED)
+    return len(task_ids)
 
 
 def task_after_run(task_ids: Iterable[str], run_status: str) -> None:
@@ -511,9 +488,7 @@ def task_after_run(task_ids: Iterable[str], run_status: str) -> None:
     recurring tasks go back to ``pending`` while they will fire again (a finished schedule —
     ``max_runs`` reached, ``end_at`` passed — ends with its last run's status); an expired
     run leaves its task ``failed``."""
-    ids = list(task_ids)
-    if ids:
-        store.execute("task_after_run", {"task_ids": ids, "run_status": str(run_status)})
+    store.task_after_run(task_ids=task_ids, run_status=run_status)
 
 
 def cap_output(text: str) -> tuple[str, bool]:
@@ -543,13 +518,12 @@ def _not_recorded(run: Run, status: str) -> None:
 
 def _count_failure(task: Task, *, error: str) -> None:
     """One more failure in a row; pause the task once ``pause_after_failures`` is reached."""
-    row = store.fetch_one("count_failure", {"task_id": task.pk})
-    if not task.pause_after_failures or row is None or row[0] < task.pause_after_failures:
+    streak = store.count_failure(task_id=task.pk)
+    if not task.pause_after_failures or streak is None or streak < task.pause_after_failures:
         return
     current = Task.objects.filter(paused_filter(paused=False), pk=task.pk).first()
     if current is None:
         return
-    streak = row[0]
     reason = error.splitlines()[0] if error else "failed"
     note = f"auto-paused after {streak} consecutive failures; last: {reason}"
     task_pause(task=current, note=validation.fit_pause_note(note), by="system")

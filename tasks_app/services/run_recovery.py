@@ -14,8 +14,8 @@ from .. import store
 from ..conf import app_settings
 from ..messaging import dispatch
 from ..models import Run, RunStatus, run_queue
-from .retry_policy import run_timeout_seconds, timed_out_error
 from .run_lifecycle import run_fail, run_interrupt, runs_expire
+from .time_limits import run_timeout_seconds, timed_out_error
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def run_renew_leases(*, held: dict[str, datetime], now: datetime) -> list[str]:
     if not held:
         return []
     ids = list(held)
-    renewed = store.execute("renew_leases", {"run_ids": ids, "now": now})
+    renewed = store.renew_leases(run_ids=ids, now=now)
     if renewed == len(ids):
         return []
     ended = (RunStatus.INTERRUPTED, RunStatus.FAILED, RunStatus.RETRYING, RunStatus.CANCELLED)
@@ -55,7 +55,7 @@ def run_cancel_requests(*, run_ids: Iterable[str]) -> dict[str, datetime]:
     ids = list(run_ids)
     if not ids:
         return {}
-    return {str(run_id): at for run_id, at in store.fetch_all("cancel_requests", {"run_ids": ids})}
+    return store.cancel_requests(run_ids=ids)
 
 
 def run_stop_cancelled(*, run_id: str, reason: str) -> Run | None:
@@ -159,4 +159,4 @@ def run_requeue_lost(*, now: datetime, queues: Iterable[str]) -> int:
     )
     # queued -> pending is one statement wherever it happens; conditional on queued, so a
     # run claimed since it was read stays claimed.
-    return store.execute("unqueue_runs", {"run_ids": lost}) if lost else 0
+    return store.unqueue_runs(run_ids=lost) if lost else 0

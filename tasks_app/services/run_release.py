@@ -22,36 +22,19 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.db import transaction
-from django.db.models import Exists, Q
 
 from .. import store
 from ..conf import app_settings
 from ..messaging import dispatch
 from ..models import (
-    EXPLICIT_TRIGGERS,
-    QueuePause,
     Run,
     RunStatus,
-    TaskStatus,
-    Trigger,
-    outer_run_queue,
 )
 from ..runtime import clock
 
 
 def horizon() -> timedelta:
     return timedelta(seconds=app_settings.RELEASE_HORIZON_SECONDS)
-
-
-def releasable() -> Q:
-    """Pending runs that may go onto the broker: not held back by flow control
-    (services.flow lets those go), not of a paused task (unless a person asked for it), and
-    not on a paused queue (whoever asked for it: the queue is what is paused)."""
-    return (
-        Q(status=RunStatus.PENDING, held="")
-        & (~Q(task__state__status=TaskStatus.PAUSED) | Q(trigger__in=EXPLICIT_TRIGGERS))
-        & ~Q(Exists(QueuePause.objects.filter(queue=outer_run_queue())))
-    )
 
 
 def enqueue_on_commit(run: Run, *, now: datetime) -> None:
@@ -72,20 +55,19 @@ def release_due_runs(
     LOCKED`` and flipped to ``queued`` before their lock is released, so an enqueue
     publishing its own run at the same time (``publish_runs``) never sends one twice.
     """
-    row = store.fetch_one("release_lock", {"wait": wait})
-    if not (row and row[0]):
+    if not store.release_lock(wait=wait):
         return 0
     try:
         now = now or clock.now()
         limit = batch or app_settings.RELEASE_BATCH
         total = 0
         while True:
-            sent = _publish(Q(due_at__lte=now + horizon()), now=now, limit=limit)
-            total += sent
-            if sent < limit:
+            runs = store.release_due_runs(until=now + horizon(), now=now, limit=limit)
+            total += send_queued(runs, now=now)
+            if len(runs) < limit:
                 return total
     finally:
-        store.execute("release_unlock", {})
+        store.release_unlock()
 
 
 def release_fires_ahead(*, now: datetime, until: datetime, deadline: float | None = None) -> int:
@@ -98,12 +80,11 @@ def release_fires_ahead(*, now: datetime, until: datetime, deadline: float | Non
     until it is within the horizon. A fire published early still obeys a later pause (the
     claim declines it), edit or delete (its run is removed, the message finds none)."""
     limit = app_settings.RELEASE_BATCH
-    which = Q(due_at__lte=until, trigger=Trigger.SCHEDULE)
     total = 0
     while True:
-        sent = _publish(which, now=now, limit=limit)
-        total += sent
-        if sent < limit or (deadline is not None and time.monotonic() >= deadline):
+        runs = store.release_due_runs(until=until, now=now, limit=limit, fires_only=True)
+        total += send_queued(runs, now=now)
+        if len(runs) < limit or (deadline is not None and time.monotonic() >= deadline):
             return total
 
 
@@ -112,21 +93,8 @@ def publish_runs(run_ids: Iterable[UUID]) -> int:
     ids = list(run_ids)
     if not ids:
         return 0
-    return _publish(Q(id__in=ids), now=clock.now(), limit=len(ids))
-
-
-def _publish(which: Q, *, now: datetime, limit: int) -> int:
-    with transaction.atomic():
-        runs = list(
-            Run.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("task")
-            .filter(which & releasable())
-            .order_by("due_at")[:limit]
-        )
-        if not runs:
-            return 0
-        store.execute("queue_runs", {"run_ids": [r.id for r in runs], "now": now})
-    return send_queued(runs, now=now)
+    now = clock.now()
+    return send_queued(store.release_runs(run_ids=ids, now=now), now=now)
 
 
 def send_queued(runs: list[Run], *, now: datetime) -> int:
@@ -143,19 +111,12 @@ def send_queued(runs: list[Run], *, now: datetime) -> int:
         retry = set(failed)
         failed, refused = dispatch.isolate_refused([r for r in runs if r.id in retry], now=now)
     if refused:
-        rows = store.fetch_all(
-            "refuse_runs",
-            {
-                "run_ids": list(refused),
-                "errors": [f"the broker refused the run's message: {e}" for e in refused.values()],
-                "now": now,
-            },
+        task_ids = store.refuse_runs(
+            errors={i: f"the broker refused the run's message: {e}" for i, e in refused.items()},
+            now=now,
         )
         # The tasks' status follows their runs (as run_lifecycle.task_after_run does).
-        store.execute(
-            "task_after_run",
-            {"task_ids": list({row[0] for row in rows}), "run_status": str(RunStatus.FAILED)},
-        )
+        store.task_after_run(task_ids=set(task_ids), run_status=RunStatus.FAILED)
     if failed:
-        store.execute("unqueue_runs", {"run_ids": list(failed)})
+        store.unqueue_runs(run_ids=failed)
     return len(runs) - len(failed) - len(refused)

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 
+from .. import store
 from ..models import RunTally, RunTallyMark
 from ..selectors.runs import tally_rows
 
@@ -37,12 +38,7 @@ def run_tally_advance(*, now: datetime, edges: Sequence[float]) -> datetime:
     """
     until = now - TALLY_LAG
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "INSERT INTO tasks_app_runtallymark (id, through) VALUES (1, %s) "
-                "ON CONFLICT (id) DO NOTHING",
-                [EPOCH],
-            )
+        store.start_tally_mark(epoch=EPOCH)
         mark = RunTallyMark.objects.select_for_update(skip_locked=True).filter(pk=1).first()
         if mark is None:  # another scraper is advancing it
             return RunTallyMark.objects.get(pk=1).through

@@ -69,8 +69,9 @@ def _cutoff(now: datetime, days: float) -> datetime | None:
     return now - timedelta(days=days) if days > 0 else None
 
 
-def prune_plan(*, now: datetime) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """The statements of one pass: ``(step, statement name, parameters)``, in order.
+def prune_plan(*, now: datetime) -> Iterator[tuple[str, Callable[..., int], dict[str, Any]]]:
+    """The statements of one pass: ``(step, store function, its arguments but the batch)``,
+    in order.
 
     Global cutoffs by status first (every task without ``keep_runs_days``), then each task
     with a rule of its own, then stock results.
@@ -88,7 +89,7 @@ def prune_plan(*, now: datetime) -> Iterator[tuple[str, str, dict[str, Any]]]:
         if cutoff is not None:
             yield (
                 f"status:{status}",
-                "prune_runs",
+                store.prune_runs,
                 {"status": status, "cutoff": cutoff, "except_tasks": own_days},
             )
     finished = sorted(FINAL_RUN_STATUSES)
@@ -97,22 +98,20 @@ def prune_plan(*, now: datetime) -> Iterator[tuple[str, str, dict[str, Any]]]:
         if days is not None:
             cutoffs.append(now - timedelta(days=days))
         if count is not None:
-            row = store.fetch_one(
-                "task_keep_count_cutoff", {"task_id": task_id, "statuses": finished, "keep": count}
-            )
-            if row is not None:
-                cutoffs.append(row[0])
+            cutoff = store.task_keep_count_cutoff(task_id=task_id, statuses=finished, keep=count)
+            if cutoff is not None:
+                cutoffs.append(cutoff)
         if cutoffs:
             yield (
                 f"task:{task_id}",
-                "prune_task_runs",
+                store.prune_task_runs,
                 {"task_id": task_id, "statuses": finished, "cutoff": max(cutoffs)},
             )
     if keep is not None or keep_failed is not None:
         far_past = now - timedelta(days=365 * 1000)  # "never" for a kind kept forever
         yield (
             "task_results",
-            "prune_task_results",
+            store.prune_task_results,
             {"cutoff": keep or far_past, "failed_cutoff": keep_failed or far_past},
         )
 
@@ -138,17 +137,17 @@ def runs_prune(
     batch = batch or app_settings.RETENTION_BATCH
     report = PruneReport()
     started = time.perf_counter()
-    for step, name, params in prune_plan(now=now):
+    for step, prune, params in prune_plan(now=now):
         while True:
             if should_stop():
                 report.complete = False
                 report.seconds = time.perf_counter() - started
                 return report
             batch_started = time.perf_counter()
-            deleted = store.execute(name, {**params, "batch": batch})
+            deleted = prune(**params, batch=batch)
             report.batches += 1
             report.by_step[step] = report.by_step.get(step, 0) + deleted
-            if name == "prune_task_results":
+            if step == "task_results":
                 report.task_results += deleted
             else:
                 report.runs += deleted

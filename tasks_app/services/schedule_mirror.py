@@ -1,13 +1,13 @@
 """The mirror of a task's schedule, kept in line with the task: its ``next_run_at``, the run a
 ``once`` task owns, and the django-celery-beat entry a recurring task owns (its fields are
-:func:`beat_entry_fields`'s, whoever writes it: one task here, a declared set in
-``tasks_app.schedules.set_writes``)."""
+:func:`beat_entry_fields`'s, whoever writes it: one task at a time or a set at
+once, ``services.tasks.tasks_save``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
@@ -38,12 +38,12 @@ def sync_schedule(task: Task, *, now: datetime, replan: bool, by: str = "") -> N
         # One statement on the state row (task_plan_fires), deciding on the row as it is
         # when locked: a run finishing meanwhile keeps the status it wrote.
         fire = planned_fire(task, now=now, fire_count=_fire_counts([task]).get(task.pk, 0))
-        store.execute("task_plan_fires", {"task_id": task.pk, "replan": replan, "first_fire": fire})
+        store.task_plan_fires(task_id=task.pk, replan=replan, first_fire=fire)
         task.load_state()
     elif task.schedule_type == ScheduleType.ONCE and replan:
         _sync_once_run(task, now=now, by=by)
     elif replan:
-        store.execute("task_refresh_next_run", {"task_id": task.pk})
+        store.task_refresh_next_run(task_id=task.pk)
         task.load_state()
     sync_periodic_task(task)
 
@@ -51,16 +51,18 @@ def sync_schedule(task: Task, *, now: datetime, replan: bool, by: str = "") -> N
 def tasks_plan_fires(tasks: list[Task], *, now: datetime, replan: set[Task], batch: int) -> None:
     """``task_plan_fires`` of a set of tasks in statements of ``batch`` tasks
     (``tasks_plan_fires``): each task's first fire from ``now`` if it is in ``replan``. The
-    set writes of ``manage.py tasks sync`` (``tasks_app.schedules.set_writes``) plan with it."""
+    set writes of ``services.tasks.tasks_save`` plan with it."""
     for start in range(0, len(tasks), batch):
         chunk = tasks[start : start + batch]
         counts = _fire_counts(chunk)
-        fires = [
-            {"id": t.pk, "replan": t in replan, "first_fire": fire and fire.isoformat()}
-            for t in chunk
-            for fire in (planned_fire(t, now=now, fire_count=counts.get(t.pk, 0)),)
-        ]
-        store.execute("tasks_plan_fires", {"fires": json.dumps(fires)})
+        store.tasks_plan_fires(
+            [
+                store.PlannedFire(
+                    t.pk, t in replan, planned_fire(t, now=now, fire_count=counts.get(t.pk, 0))
+                )
+                for t in chunk
+            ]
+        )
 
 
 def _fire_counts(tasks: list[Task]) -> dict[str, int]:
@@ -82,7 +84,7 @@ def fires_ahead_drop(task_ids: Iterable[str], *, now: datetime) -> None:
     minute would be ignored by fires already recorded. Call after the task rows are written."""
     ids = list(task_ids)
     if ids:
-        store.execute("drop_fires_ahead", {"task_ids": ids, "now": now})
+        store.drop_fires_ahead(task_ids=ids, now=now)
 
 
 def _sync_once_run(task: Task, *, now: datetime, by: str) -> None:
@@ -90,16 +92,8 @@ def _sync_once_run(task: Task, *, now: datetime, by: str) -> None:
     assert task.run_at is not None
     waiting = task.runs.filter(trigger=Trigger.AT, status=RunStatus.PENDING).first()
     if waiting is not None:
-        expires_at = (
-            task.run_at + timedelta(seconds=task.expires_after_seconds)
-            if task.expires_after_seconds
-            else None
-        )
-        store.execute(
-            "move_waiting_run",
-            {"run_id": waiting.pk, "due_at": task.run_at, "expires_at": expires_at},
-        )
-        store.execute("task_refresh_next_run", {"task_id": task.pk})
+        store.move_waiting_run(run_id=waiting.pk, due_at=task.run_at)
+        store.task_refresh_next_run(task_id=task.pk)
         enqueue_on_commit(Run.objects.select_related("task").get(pk=waiting.pk), now=now)
     else:
         run_create(task=task, trigger=Trigger.AT, due_at=task.run_at, now=now, requested_by=by)
@@ -109,7 +103,7 @@ def _sync_once_run(task: Task, *, now: datetime, by: str) -> None:
 def beat_entry_fields(task: Task) -> dict[str, Any]:
     """The fields of the beat entry ``task`` owns, its schedule row aside (the one mapping
     from a task to its ``PeriodicTask``: :func:`sync_periodic_task` writes one entry with
-    it, ``tasks_app.schedules.set_writes`` a declared set's). Empty values as ``PeriodicTask.save`` stores
+    it, :func:`beat_entries_fields` a set's). Empty values as ``PeriodicTask.save`` stores
     them."""
     return {
         "name": owned_entry_name(task.id),
@@ -141,7 +135,7 @@ def crontab_fields(task: Task) -> dict[str, str]:
 
 def sync_periodic_task(task: Task) -> None:
     """The django-celery-beat entry a recurring task owns, written from :func:`beat_entry_fields`
-    (as a declared set's entries are, in bulk, by ``tasks_app.schedules.set_writes``)."""
+    (as a set's entries are, in bulk, by ``services.tasks.tasks_save``)."""
     if not task.is_recurring:
         if task.periodic_task_id:
             periodic = task.periodic_task
@@ -167,3 +161,94 @@ def sync_periodic_task(task: Task) -> None:
         for name, value in values.items():
             setattr(periodic, name, value)
         periodic.save()
+
+
+# -- beat entries of a set of tasks ----------------------------------------------------------
+
+CronKey = tuple[str, str, str, str, str, str]
+BATCH = 5000
+
+
+def beat_entries_fields(tasks: list[Task]) -> dict[str, dict[str, Any]]:
+    """Each recurring task's beat entry as :func:`sync_periodic_task` writes it (field:
+    value, by task id), with the schedules' rows looked up or created once per distinct
+    schedule: what a set of tasks written at once (``services.tasks.tasks_save``) needs."""
+    intervals = _intervals({t.interval_seconds for t in tasks if _is_interval(t)})
+    crons = {t.pk: _cron_key(t) for t in tasks if not _is_interval(t)}
+    crontabs = _crontabs(set(crons.values()))
+    return {
+        t.pk: {
+            **beat_entry_fields(t),
+            "interval_id": intervals[t.interval_seconds] if _is_interval(t) else None,
+            "crontab_id": None if _is_interval(t) else crontabs[crons[t.pk]],
+        }
+        for t in tasks
+    }
+
+
+def _is_interval(task: Task) -> bool:
+    return task.schedule_type == ScheduleType.INTERVAL
+
+
+def _cron_key(task: Task) -> CronKey:
+    minute, hour, dom, month, dow, zone = crontab_fields(task).values()
+    return (minute, hour, dom, month, dow, zone)
+
+
+def _intervals(seconds: set[int | None]) -> dict[int | None, int]:
+    """``IntervalSchedule`` ids by seconds, created where missing (``get_or_create``)."""
+    found: dict[int | None, int] = {}
+    for every, pk in (
+        IntervalSchedule.objects.filter(period=IntervalSchedule.SECONDS, every__in=seconds)
+        .order_by("-pk")
+        .values_list("every", "pk")
+    ):
+        found[every] = pk
+    missing = [
+        IntervalSchedule(every=every, period=IntervalSchedule.SECONDS)
+        for every in sorted(s for s in seconds - set(found) if s is not None)
+    ]
+    IntervalSchedule.objects.bulk_create(missing, batch_size=BATCH)
+    found.update({entry.every: entry.pk for entry in missing})
+    return found
+
+
+def _crontabs(keys: set[CronKey]) -> dict[CronKey, int]:
+    """``CrontabSchedule`` ids by their fields and zone, created where missing."""
+    found: dict[CronKey, int] = {}
+    if not keys:
+        return found
+    for *values, pk in (
+        CrontabSchedule.objects.filter(
+            minute__in={k[0] for k in keys},
+            hour__in={k[1] for k in keys},
+            timezone__in={k[5] for k in keys},
+        )
+        .order_by("-pk")
+        .values_list(
+            "minute", "hour", "day_of_month", "month_of_year", "day_of_week", "timezone", "pk"
+        )
+    ):
+        key = _key(values)
+        if key in keys:
+            found[key] = pk
+    missing_keys = sorted(keys - set(found))
+    missing = [
+        CrontabSchedule(
+            minute=k[0],
+            hour=k[1],
+            day_of_month=k[2],
+            month_of_year=k[3],
+            day_of_week=k[4],
+            timezone=k[5],
+        )
+        for k in missing_keys
+    ]
+    CrontabSchedule.objects.bulk_create(missing, batch_size=BATCH)
+    found.update({k: entry.pk for k, entry in zip(missing_keys, missing, strict=True)})
+    return found
+
+
+def _key(values: list[Any]) -> CronKey:
+    minute, hour, dom, month, dow, zone = values
+    return (minute, hour, dom, month, dow, str(zone))

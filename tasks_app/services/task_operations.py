@@ -5,11 +5,13 @@ from __future__ import annotations
 import copy
 import logging
 import secrets
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, OperationalError, transaction
+from django_celery_beat.models import PeriodicTask, PeriodicTasks
 from psycopg.errors import DeadlockDetected
 
 from .. import store
@@ -18,19 +20,27 @@ from ..models import (
     Run,
     ScheduleType,
     Task,
+    TaskAuditEntry,
     Trigger,
 )
 from ..runtime import clock
+from ..store import sets
 from ..timing import scheduling
 from ..timing.task_schedule import schedule_of
 from ..vocabulary import secret_fields, validation
 from . import django_task_paths, permissions
 from .alarms import schedule_errors_clear
-from .audit import audit, plain
+from .audit import audit, audits, plain
 from .errors import ConflictError
 from .run_create import new_run, requester, run_create, runs_insert
 from .run_release import publish_runs, release_due_runs
-from .schedule_mirror import fires_ahead_drop, sync_periodic_task, sync_schedule
+from .schedule_mirror import (
+    beat_entries_fields,
+    fires_ahead_drop,
+    sync_periodic_task,
+    sync_schedule,
+    tasks_plan_fires,
+)
 from .task_rules import (
     check_expiry,
     check_runnable,
@@ -45,6 +55,8 @@ Actor = permissions.Actor
 log = logging.getLogger(__name__)
 # A delete that meets a concurrent release or claim on the same runs is tried again.
 DELETE_ATTEMPTS = 3
+# Rows per statement when a set is written at once (tasks_save, tasks_delete).
+SET_BATCH = 5000
 
 SCHEDULE_FIELDS = ("schedule_type", "run_at", "interval_seconds", "cron", "timezone", "start_at")
 EXECUTION_FIELDS = (
@@ -167,6 +179,62 @@ def check_not_declared(task: Task) -> None:
 
 
 def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
+    """Validate and persist ``task`` as built by a form or a service, then sync its schedule:
+    the one-task case of :func:`tasks_save`."""
+    return tasks_save(tasks=[task], by=by, owner=owner)[0]
+
+
+def tasks_save(
+    *,
+    tasks: Sequence[Task],
+    by: Actor = "",
+    owner: str | None = None,
+    checked: bool = False,
+    mark_beat_changed: bool = True,
+) -> list[Task]:
+    """Validate and persist ``tasks``, then sync their schedules; the tasks saved, in order.
+
+    Each task is checked and written as :func:`_task_save_one` has it, one at a time (more
+    than one: in one transaction, all or none), unless ``checked``: a set of definitions that ``manage.py tasks sync`` has checked already
+    (``schedules.sync.schedules_plan``, with the rules every task passes), declared in the
+    module ``owner`` and saved by a name (not a user). Each of them is either new or carries
+    its stored task's id and its whole new definition (``_state.adding`` false), written over
+    the stored task. The new recurring tasks, and the tasks whose stored and new schedules
+    both recur (the stored one with its beat entry), are then written as sets: a few
+    statements for the whole set instead of some twenty per task, the rows one at a time
+    would write (tasks and their state rows, beat entries, first fires, audit entries), and
+    django-celery-beat's "changed" mark set once (unless ``mark_beat_changed`` is false: the
+    caller sets it once for a larger set). The others are written one at a time, after them,
+    in order.
+    """
+    if not checked:
+        if len(tasks) == 1:
+            return [_task_save_one(task=tasks[0], by=by, owner=owner)]
+        with transaction.atomic():  # a set: all of it or, a check failing, none
+            return [_task_save_one(task=t, by=by, owner=owner) for t in tasks]
+    assert isinstance(by, str) and owner is not None, "a checked set is a sync's"
+    written = _update_recurring([t for t in tasks if not t._state.adding], module=owner, by=by)
+    created = [t for t in tasks if t._state.adding and t.is_recurring]
+    _create_recurring(created, module=owner, by=by)
+    written.update({t.pk: t for t in created})
+    saved: list[Task] = []
+    for task in tasks:
+        if task.pk in written:
+            saved.append(written[task.pk])
+        elif task._state.adding:
+            saved.append(_task_save_one(task=task, by=by, owner=owner))
+        else:  # the stored task, its definition replaced
+            current = Task.objects.select_for_update().get(pk=task.pk)
+            for name in TASK_FIELDS:
+                setattr(current, name, getattr(task, name))
+            current.declared_in = owner
+            saved.append(_task_save_one(task=current, by=by, owner=owner))
+    if written and mark_beat_changed:
+        PeriodicTasks.update_changed()
+    return saved
+
+
+def _task_save_one(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
     """Validate and persist ``task`` as built by a form or a service, then sync its schedule.
 
     ``by`` a user: refused unless they may create or change it (and use its stored and its
@@ -229,30 +297,204 @@ def task_save(*, task: Task, by: Actor = "", owner: str | None = None) -> Task:
 
 def _shown(task: Task, field: str) -> Any:
     """A field as the audit trail records it: secret payload fields as "set"."""
-    value = getattr(task, field)
-    return secret_fields.payload_masked(task.action, value) if field == "payload" else value
+    return _masked(task.action, field, getattr(task, field))
 
 
 def task_delete(*, task: Task, by: Actor = "") -> None:
     """Delete the task, its beat entry and its runs (run history goes with the task; the
-    audit trail stays)."""
+    audit trail stays): the one-task case of :func:`tasks_delete`."""
+    tasks_delete(tasks=[task], by=by)
+
+
+def tasks_delete(
+    *,
+    tasks: Sequence[Task],
+    by: Actor = "",
+    owner: str | None = None,
+    mark_beat_changed: bool = True,
+) -> None:
+    """Delete ``tasks``, their beat entries and their runs (run history goes with a task; the
+    audit trail stays), in one transaction: a "deleted" entry each, the tasks in one
+    statement, their beat entries in another, django-celery-beat's "changed" mark set once
+    (unless ``mark_beat_changed`` is false: the caller sets it once for a larger set).
+
+    A task declared in code is refused (``ConflictError``) unless ``owner`` is the module
+    that declares it: ``manage.py tasks sync`` removing what that module no longer declares,
+    each task released first (a "released" entry: "no longer declared in <module>"). Like
+    :meth:`Task.delete`, the deleted tasks are left without a primary key."""
     by = permissions.authorize(by, "delete")
-    check_not_declared(task)
-    for attempt in range(DELETE_ATTEMPTS):
+    for task in tasks:
+        if owner is None or task.declared_in != owner:
+            check_not_declared(task)
+    ids = [t.pk for t in tasks]
+    if not ids:
+        return
+    periodic_ids = [t.periodic_task_id for t in tasks if t.periodic_task_id is not None]
+    released = f"no longer declared in {owner}"
+    entries = [
+        entry
+        for task in tasks
+        for entry in (
+            *(
+                (TaskAuditEntry(task_id=task.pk, event="released", by=by, note=released),)
+                if owner is not None and task.declared_in == owner
+                else ()
+            ),
+            TaskAuditEntry(task_id=task.pk, event="deleted", by=by),
+        )
+    ]
+    # A sync's removal (``owner``) is part of the sync's all-or-nothing transaction: no
+    # savepoint of its own and no second attempt (its tasks have no runs for a release or a
+    # claim to meet).
+    attempts = 1 if owner is not None else DELETE_ATTEMPTS
+    for attempt in range(attempts):
         try:
-            with transaction.atomic():
-                audit(task.id, "deleted", by=by)
-                periodic = task.periodic_task
-                task.delete()
-                if periodic is not None:
-                    periodic.delete()
-            return
+            with transaction.atomic(savepoint=owner is None):
+                audits(entries)
+                Task.objects.filter(pk__in=ids).delete()
+                # In one statement: PeriodicTask.delete() would mark PeriodicTasks changed
+                # once per entry.
+                if store.periodic_tasks_delete(ids=periodic_ids) and mark_beat_changed:
+                    PeriodicTasks.update_changed()
+            break
         except OperationalError as exc:
             # Deleting a task's runs while beat releases or a worker claims one of them
             # takes the same rows in the other order: Postgres aborts one side ("deadlock
             # detected"). The other side commits; deleting again then succeeds.
-            if not isinstance(exc.__cause__, DeadlockDetected) or attempt == DELETE_ATTEMPTS - 1:
+            if not isinstance(exc.__cause__, DeadlockDetected) or attempt == attempts - 1:
                 raise
+    for task in tasks:
+        task.pk = None
+
+
+# -- a checked set written at once (tasks_save) ---------------------------------------------
+
+
+def _create_recurring(tasks: list[Task], *, module: str, by: str) -> None:
+    """Insert ``tasks`` (new, recurring, checked) as one at a time would, one set at a time."""
+    if not tasks:
+        return
+    now = clock.now()
+    entries = beat_entries_fields(tasks)
+    periodic = [PeriodicTask(**entries[t.pk]) for t in tasks]
+    PeriodicTask.objects.bulk_create(periodic, batch_size=SET_BATCH)
+    for task, entry in zip(tasks, periodic, strict=True):
+        task.declared_in = module
+        task.periodic_task = entry
+    sets.tasks_copy(tasks=tasks)  # a trigger inserts each state row
+    tasks_plan_fires(tasks, now=now, replan=set(tasks), batch=SET_BATCH)
+    sets.audit_entries_copy(
+        entries=(
+            TaskAuditEntry(
+                task_id=t.pk,
+                event="created",
+                by=by,
+                changes={f: [None, _plain(_shown(t, f))] for f in (*TASK_FIELDS, "declared_in")},
+            )
+            for t in tasks
+        ),
+    )
+
+
+def _update_recurring(tasks: list[Task], *, module: str, by: str) -> dict[str, Task]:
+    """Write the changed definitions ``tasks`` (checked; each with its stored task's id) as
+    one at a time would, where the stored and the new schedule both recur and the stored
+    one has its beat entry; the stored tasks it wrote, by id (the others are left to the
+    caller)."""
+    if not tasks:
+        return {}
+    now = clock.now()
+    stored = {
+        t.pk: t
+        for t in Task.objects.select_for_update(of=("self",))
+        .select_related("periodic_task", "state")
+        .filter(pk__in=[t.pk for t in tasks])
+    }
+    mine = [
+        t
+        for t in tasks
+        if t.is_recurring
+        and (previous := stored.get(t.pk)) is not None
+        and previous.is_recurring
+        and previous.periodic_task is not None
+    ]
+    if not mine:
+        return {}
+    replan: set[Task] = set()
+    refire: list[str] = []
+    cleared: list[str] = []
+    entries_: list[TaskAuditEntry] = []
+    loaded: list[Task] = []
+    names = (*TASK_FIELDS, "declared_in")
+    for desired in mine:
+        # As one at a time: the stored task, its definition replaced.
+        task = stored[desired.pk]
+        before = {f: getattr(task, f) for f in names}
+        for name in TASK_FIELDS:
+            setattr(task, name, getattr(desired, name))
+        task.declared_in = module
+        task.payload = secret_fields.payload_merged(
+            task.action, task.payload, stored_action=before["action"], stored=before["payload"]
+        )
+        flagged = bool(task.state.schedule_error)
+        if flagged:  # an edit clears beat's schedule-error flag and its alarm
+            cleared.append(task.pk)
+        task.updated_at = now
+        if flagged or any(before[f] != getattr(task, f) for f in SCHEDULE_FIELDS):
+            replan.add(task)
+        if flagged or any(before[f] != getattr(task, f) for f in FIRE_FIELDS):
+            refire.append(task.pk)
+        changes = {
+            f: [
+                _plain(_masked(before["action"], f, before[f])),
+                _plain(_masked(task.action, f, getattr(task, f))),
+            ]
+            for f in names
+            if before[f] != getattr(task, f)
+        }
+        if changes:
+            entries_.append(
+                TaskAuditEntry(task_id=task.pk, event="updated", by=by, changes=changes)
+            )
+        loaded.append(task)
+    columns = [
+        f.name
+        for f in Task._meta.concrete_fields
+        if not f.primary_key and f.name not in ("periodic_task", "created_at")
+    ]
+    Task.objects.bulk_update(loaded, columns, batch_size=1000)
+    schedule_errors_clear(cleared)  # after the task rows: beat's lock order, task then state
+    fires_ahead_drop(refire, now=now)
+    tasks_plan_fires(loaded, now=now, replan=replan, batch=SET_BATCH)
+    entries = beat_entries_fields(loaded)
+    for task in loaded:
+        entry = stored[task.pk].periodic_task
+        assert entry is not None
+        for name, value in entries[task.pk].items():
+            setattr(entry, name, value)
+        entry.date_changed = now
+        if not entry.enabled:
+            entry.last_run_at = None
+        task.periodic_task = entry
+    PeriodicTask.objects.bulk_update(
+        [t.periodic_task for t in loaded if t.periodic_task is not None],
+        [*next(iter(entries.values())), "date_changed", "last_run_at"],
+        batch_size=1000,
+    )
+    TaskAuditEntry.objects.bulk_create(entries_, batch_size=SET_BATCH)
+    return {t.pk: t for t in loaded}
+
+
+def _masked(action: str, name: str, value: Any) -> Any:
+    """A field as the audit trail records it: secret payload fields as "set"."""
+    return secret_fields.payload_masked(action, value) if name == "payload" else value
+
+
+def _plain(value: Any) -> Any:
+    """``audit.plain``, without its JSON round trip for the values that need none."""
+    if value is None or type(value) in (str, int, bool):
+        return value
+    return plain(value)
 
 
 def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
@@ -271,12 +513,12 @@ def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
         # could deadlock with a claim. The task's row is locked so that beat, which fires a
         # batch holding its tasks' rows (services.firing), either finishes that batch before
         # the pause (whose statements then drop the fires it recorded) or reads the pause.
-        store.execute("skip_paused_fires", {"task_id": task.pk, "now": now})
+        store.skip_paused_fires(task_id=task.pk, now=now)
         _lock_task_row(task)
         # Fires recorded ahead and not due yet are dropped (not skipped): a resume before
         # their instant records them again, so pausing for a minute skips only that minute.
         fires_ahead_drop([task.pk], now=now)
-        store.execute("task_paused", {"task_id": task.pk, "now": now, "by": by, "note": note})
+        store.task_paused(task_id=task.pk, now=now, by=by, note=note)
         task.load_state()
         sync_periodic_task(task)
         audit(task.id, "paused", by=by, note=note)
@@ -292,7 +534,7 @@ def task_resume(*, task: Task, by: Actor = "") -> Task:
     now = clock.now()
     with transaction.atomic():
         _lock_task_row(task)
-        store.execute("task_resumed", {"task_id": task.pk})
+        store.task_resumed(task_id=task.pk)
         task.load_state()  # resumed: the beat entry the next call writes is enabled again
         sync_schedule(task, now=now, replan=False, by=requester(by))
         audit(task.id, "resumed", by=by)
@@ -352,8 +594,7 @@ def task_backfill(*, task: Task, start: datetime, end: datetime, by: Actor = "")
             ).values_list("scheduled_for", flat=True)
         )
         runs = [r for r in runs if r.scheduled_for not in existing]
-        inserted = runs_insert(runs)
-        runs = [r for r in runs if r.id in inserted]
+        runs = runs_insert(runs)
         audit(
             task.id,
             "backfilled",

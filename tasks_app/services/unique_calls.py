@@ -157,25 +157,20 @@ def key_take(*, task_id: str, call: UniqueCall, new_run_id: UUID, now: datetime)
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("key_take needs a transaction: the key's lock lasts until it ends")
     params = {"task_id": task_id, "key": call.key}
-    store.fetch_one("lock_unique_key", params)
+    store.lock_unique_key(**params)
     window = call.for_seconds and not call.replace
     since = now - timedelta(seconds=call.for_seconds) if window else None
-    holder = store.fetch_one("unique_holder", {**params, "since": since})
+    holder = store.unique_holder(**params, since=since)
     if holder is None:
         return None
-    holder_id, waiting = holder
     if not call.replace:
         _count_on_commit(DEDUPLICATED)
-        return UUID(str(holder_id))
-    if waiting:
-        replaced = store.fetch_one(
-            "replace_run", {"run_id": holder_id, "by_run": str(new_run_id), "now": now}
-        )
+        return UUID(str(holder.run_id))
+    if holder.waiting:
+        replaced = store.replace_run(run_id=holder.run_id, by_run=new_run_id, now=now)
         if replaced is not None:
             # The task's status follows its runs (as run_lifecycle.task_after_run keeps it).
-            store.execute(
-                "task_after_run", {"task_ids": [task_id], "run_status": str(RunStatus.CANCELLED)}
-            )
+            store.task_after_run(task_ids=[task_id], run_status=RunStatus.CANCELLED)
             _count_on_commit(REPLACED)
     return None
 

@@ -1,7 +1,9 @@
 -- The statements of a run's life, each named once and issued only by tasks_app.store.
--- Parameters are psycopg's %(name)s; {explicit_triggers} (models.EXPLICIT_TRIGGERS, a
--- constant), {run_columns}, {run_values} and {run_fields:<alias>} /
--- {claimed_task_fields:<alias>} are expanded from the code when this file is loaded.
+-- Parameters are psycopg's %(name)s; each statement runs as written (in psql, with them
+-- bound). Rows that stand for a run are read by column name (r.*; a task's columns as
+-- "task.<column>"), and runs are inserted from JSON by column name
+-- (jsonb_populate_record) or name the columns they set, the others taking the column's
+-- default in the database (db_default): a column added to Run needs no change here.
 -- Every status change is conditional on the status it leaves (docs/reliability.md), and the
 -- task's state row (tasks_app_taskstate: status, next_run_at, failure streak, fire count)
 -- follows the rules in the SQL functions of schema.sql (tasks_app_next_run_at, fed by
@@ -24,11 +26,17 @@
 -- every queued run per claim: a cost that grew with the backlog (tests/store/test_plans.py).
 
 -- name: create_run
--- Insert a run; its task's status follows (tasks_app_status_on_create) and its
--- next_run_at counts the run.
+-- Insert a run (%(run)s: its row as JSON by column name) with its deadline
+-- (tasks_app_deadline); its task's status follows (tasks_app_status_on_create) and its
+-- next_run_at counts the run. Returns the deadline written.
 WITH created AS (
-    INSERT INTO tasks_app_run ({run_columns}) VALUES ({run_values})
-    RETURNING task_id, due_at
+    INSERT INTO tasks_app_run
+    SELECT r.*
+      FROM jsonb_populate_record(NULL::tasks_app_run, %(run)s::jsonb) AS g
+      JOIN tasks_app_task AS t ON t.id = g.task_id
+     CROSS JOIN LATERAL jsonb_populate_record(
+           g, jsonb_build_object('expires_at', tasks_app_deadline(t, g))) AS r
+    RETURNING task_id, due_at, expires_at
 )
 UPDATE tasks_app_taskstate AS s
    SET status = tasks_app_status_on_create(t, s),
@@ -36,7 +44,7 @@ UPDATE tasks_app_taskstate AS s
            t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at)
   FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id
  WHERE s.task_id = c.task_id
-RETURNING s.task_id;
+RETURNING c.expires_at;
 
 -- name: enqueue_run
 -- A run of the @task function whose task is %(task_id)s (action django_task, its payload
@@ -47,13 +55,25 @@ RETURNING s.task_id;
 -- enqueues of a busy function change neither). No row when the task is missing or its
 -- calls are deduplicated (unique_on: the caller takes services.unique_calls' way); else 1
 -- (the runs inserted, as enqueue_runs answers), the run's status and the task's fields a
--- message needs (store.MESSAGE_TASK_FIELDS).
-WITH created AS (
-    INSERT INTO tasks_app_run ({run_columns})
-    SELECT {enqueued_run_values}
+-- message needs ("task.<column>"). Its status is the release rule's (tasks_app_released_status);
+-- the columns it does not name take their database default.
+WITH task AS (
+    SELECT t, s, tasks_app_released_status(
+               t, s, %(trigger)s::varchar, %(queue)s::varchar, %(due_at)s::timestamptz,
+               %(horizon_end)s::timestamptz) AS status
       FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id
      WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
        AND t.payload->>'task' = %(path)s::text AND t.unique_on = ''
+), created AS (
+    INSERT INTO tasks_app_run (
+        id, task_id, trigger, action, requested_by, payload, queue, priority, due_at,
+        scheduled_for, status, queued_at, created_at, expires_at)
+    SELECT %(id)s::uuid, (k.t).id, %(trigger)s::varchar, (k.t).action, %(requested_by)s::varchar,
+           %(payload)s::jsonb, %(queue)s::varchar, %(priority)s::smallint, %(due_at)s::timestamptz,
+           %(due_at)s::timestamptz, k.status,
+           CASE WHEN k.status = 'queued' THEN %(created_at)s::timestamptz END,
+           %(created_at)s::timestamptz, tasks_app_expires_at(k.t, %(due_at)s::timestamptz)
+      FROM task AS k
     RETURNING task_id, due_at, status
 ), moved AS (
     UPDATE tasks_app_taskstate AS s
@@ -67,7 +87,9 @@ WITH created AS (
            tasks_app_next_run_at(
                t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at))
 )
-SELECT 1, c.status, {message_task_fields:t}
+SELECT 1 AS n, c.status, t.id AS "task.id", t.action AS "task.action",
+       t.queue AS "task.queue", t.priority AS "task.priority",
+       t.timeout_seconds AS "task.timeout_seconds"
   FROM created AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
 
 -- name: enqueue_runs
@@ -77,15 +99,26 @@ SELECT 1, c.status, {message_task_fields:t}
 -- the task is missing). Kept apart from enqueue_run, which it could serve with one-element
 -- arrays: binding the arrays, the join and the grouping make a single call through it
 -- markedly slower, and a single call is the common enqueue.
-WITH created AS (
-    INSERT INTO tasks_app_run ({run_columns})
-    SELECT {enqueued_batch_values}
-      FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id,
+WITH task AS (
+    SELECT t, s, tasks_app_released_status(
+               t, s, %(trigger)s::varchar, %(queue)s::varchar, %(due_at)s::timestamptz,
+               %(horizon_end)s::timestamptz) AS status
+      FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id
+     WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
+       AND t.payload->>'task' = %(path)s::text AND t.unique_on = ''
+), created AS (
+    INSERT INTO tasks_app_run (
+        id, task_id, trigger, action, requested_by, payload, queue, priority, due_at,
+        scheduled_for, status, queued_at, created_at, expires_at)
+    SELECT i.id, (k.t).id, %(trigger)s::varchar, (k.t).action, %(requested_by)s::varchar,
+           p.payload, %(queue)s::varchar, %(priority)s::smallint, %(due_at)s::timestamptz,
+           %(due_at)s::timestamptz, k.status,
+           CASE WHEN k.status = 'queued' THEN %(created_at)s::timestamptz END,
+           %(created_at)s::timestamptz, tasks_app_expires_at(k.t, %(due_at)s::timestamptz)
+      FROM task AS k,
            unnest(%(ids)s::uuid[]) WITH ORDINALITY AS i(id, n)
            JOIN jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS p(payload, n)
            USING (n)
-     WHERE t.id = %(task_id)s::varchar AND t.action = 'django_task'
-       AND t.payload->>'task' = %(path)s::text AND t.unique_on = ''
     RETURNING task_id, due_at, status
 ), arrived AS (
     SELECT task_id, min(due_at) AS due_at, min(status) AS status, count(*) AS n
@@ -102,7 +135,9 @@ WITH created AS (
            tasks_app_next_run_at(
                t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, NULL) AS w), c.due_at))
 )
-SELECT c.n, c.status, {message_task_fields:t}
+SELECT c.n, c.status, t.id AS "task.id", t.action AS "task.action",
+       t.queue AS "task.queue", t.priority AS "task.priority",
+       t.timeout_seconds AS "task.timeout_seconds"
   FROM arrived AS c JOIN tasks_app_task AS t ON t.id = c.task_id;
 
 -- name: lock_unique_key
@@ -140,13 +175,24 @@ RETURNING task_id;
 
 -- name: insert_runs
 -- Runs written whole by the caller (beat's fires, some already queued at the tick; a
--- backfill's runs), %(runs)s a JSON array of rows by column name: one statement per batch.
--- A fire already recorded (run_unique_fire) is skipped, not an error. Returns the ids
--- inserted.
-INSERT INTO tasks_app_run ({run_columns})
-SELECT {run_columns} FROM jsonb_populate_recordset(NULL::tasks_app_run, %(runs)s::jsonb)
+-- backfill's runs), %(runs)s a JSON array of rows by column name: one statement per batch,
+-- each with its deadline (tasks_app_deadline) and its status by the release rule
+-- (tasks_app_released_status: queued at its created_at when due by %(horizon_end)s and
+-- releasable; NULL: pending). A fire already recorded (run_unique_fire) is skipped, not an
+-- error. Returns the ids inserted and their status.
+INSERT INTO tasks_app_run
+SELECT r.*
+  FROM jsonb_populate_recordset(NULL::tasks_app_run, %(runs)s::jsonb) AS g
+  JOIN tasks_app_task AS t ON t.id = g.task_id
+  JOIN tasks_app_taskstate AS s ON s.task_id = g.task_id
+ CROSS JOIN LATERAL tasks_app_released_status(
+       t, s, g.trigger, g.queue, g.due_at, %(horizon_end)s::timestamptz) AS v(status)
+ CROSS JOIN LATERAL jsonb_populate_record(
+       g, jsonb_build_object(
+           'expires_at', tasks_app_deadline(t, g), 'status', v.status,
+           'queued_at', CASE WHEN v.status = 'queued' THEN g.created_at END)) AS r
 ON CONFLICT DO NOTHING
-RETURNING id;
+RETURNING id, status;
 
 -- name: count_failure
 -- One more failure in a row of the task's runs (the streak that pauses it at
@@ -170,11 +216,13 @@ UPDATE tasks_app_run SET heartbeat_at = %(now)s
  WHERE id = ANY(%(run_ids)s::uuid[]) AND status IS NOT DISTINCT FROM 'running';
 
 -- name: move_waiting_run
--- A 'once' task's waiting run moved to the task's new run_at (its deadline with it) while it
--- is still pending; the row count says whether it was.
-UPDATE tasks_app_run
-   SET due_at = %(due_at)s, scheduled_for = %(due_at)s, expires_at = %(expires_at)s
- WHERE id = %(run_id)s AND status IS NOT DISTINCT FROM 'pending';
+-- A 'once' task's waiting run moved to the task's new run_at (its deadline with it:
+-- tasks_app_expires_at) while it is still pending; the row count says whether it was.
+UPDATE tasks_app_run AS r
+   SET due_at = %(due_at)s, scheduled_for = %(due_at)s,
+       expires_at = tasks_app_expires_at(t, %(due_at)s)
+  FROM tasks_app_task AS t
+ WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'pending' AND t.id = r.task_id;
 
 -- name: claim_run
 -- queued -> running, at or after its due instant (and the start a rate limit reserved for it,
@@ -219,7 +267,7 @@ WITH async_commit AS (
       FROM tasks_app_task AS t, tasks_app_taskstate AS s
      WHERE r.id = %(run_id)s AND r.status IS NOT DISTINCT FROM 'queued' AND t.id = r.task_id
        AND s.task_id = r.task_id
-       AND (s.status <> 'paused' OR r.trigger = ANY({explicit_triggers}))
+       AND (s.status <> 'paused' OR tasks_app_asked_by_person(r.trigger))
        AND NOT EXISTS (SELECT FROM tasks_app_queuepause AS q
                         WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
        AND (t.overlap_policy = 'allow' OR %(overlap_checked)s)
@@ -230,21 +278,41 @@ WITH async_commit AS (
                          t, r.id, tasks_app_flow_key(t, COALESCE(r.payload, t.payload)), r.held,
                          r.not_before, %(now)s)
                 ELSE true END
- RETURNING {run_fields:r}, {claimed_task_fields:t}
+ RETURNING r.*,
+       t.id AS "task.id", t.action AS "task.action", t.payload AS "task.payload",
+       t.timeout_seconds AS "task.timeout_seconds", t.max_retries AS "task.max_retries",
+       t.retry_backoff_seconds AS "task.retry_backoff_seconds",
+       t.expires_after_seconds AS "task.expires_after_seconds",
+       t.pause_after_failures AS "task.pause_after_failures",
+       t.overlap_policy AS "task.overlap_policy", t.flow_key AS "task.flow_key",
+       t.concurrency_limit AS "task.concurrency_limit",
+       t.concurrency_limit_per_key AS "task.concurrency_limit_per_key",
+       t.rate_limit AS "task.rate_limit", t.rate_limit_per_key AS "task.rate_limit_per_key"
 ), task_running AS (
     UPDATE tasks_app_taskstate AS s
        SET status = 'running', next_run_at = tasks_app_next_run_at(
-           t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, c.r_id) AS w), NULL)
-      FROM claimed AS c JOIN tasks_app_task AS t ON t.id = c.r_task_id
-     WHERE s.task_id = c.r_task_id AND s.status <> 'paused'
+           t, s, (SELECT w.due_at FROM tasks_app_earliest_waiting(t.id, c.id) AS w), NULL)
+      FROM claimed AS c JOIN tasks_app_task AS t ON t.id = c.task_id
+     WHERE s.task_id = c.task_id AND s.status <> 'paused'
 ), refused AS (
-    SELECT {run_fields:r}, {claimed_task_fields:t}, NULL::boolean,
+    SELECT r.*,
+           t.id AS "task.id", t.action AS "task.action", t.payload AS "task.payload",
+           t.timeout_seconds AS "task.timeout_seconds", t.max_retries AS "task.max_retries",
+           t.retry_backoff_seconds AS "task.retry_backoff_seconds",
+           t.expires_after_seconds AS "task.expires_after_seconds",
+           t.pause_after_failures AS "task.pause_after_failures",
+           t.overlap_policy AS "task.overlap_policy", t.flow_key AS "task.flow_key",
+           t.concurrency_limit AS "task.concurrency_limit",
+           t.concurrency_limit_per_key AS "task.concurrency_limit_per_key",
+           t.rate_limit AS "task.rate_limit",
+           t.rate_limit_per_key AS "task.rate_limit_per_key",
+           NULL::boolean,
            CASE WHEN r.id IS NULL THEN 'gone'
                 WHEN r.status IS NOT DISTINCT FROM 'running' THEN 'running'
                 WHEN r.status IS DISTINCT FROM 'queued' THEN 'not_queued'
                 WHEN r.expires_at < %(now)s THEN 'expired'
                 WHEN r.due_at > %(now)s OR r.not_before > %(now)s THEN 'early'
-                WHEN s.status = 'paused' AND NOT r.trigger = ANY({explicit_triggers}) THEN 'paused'
+                WHEN s.status = 'paused' AND NOT tasks_app_asked_by_person(r.trigger) THEN 'paused'
                 WHEN EXISTS (SELECT FROM tasks_app_queuepause AS q
                               WHERE q.queue = COALESCE(NULLIF(r.queue, ''), t.queue))
                      THEN 'queue_paused'
@@ -256,10 +324,37 @@ WITH async_commit AS (
       LEFT JOIN tasks_app_taskstate AS s ON s.task_id = r.task_id
      WHERE NOT EXISTS (SELECT FROM claimed)
 )
-SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.r_id::text, 0)), NULL::text
+SELECT claimed.*, pg_try_advisory_lock(hashtextextended(claimed.id::text, 0)) AS locked,
+       NULL::text AS refused
   FROM claimed CROSS JOIN async_commit
 UNION ALL
 SELECT * FROM refused;
+
+-- name: overlap_lock
+-- Inside the caller's transaction, after the run's own row: the task's row, so the overlap
+-- verdicts of one task's runs are decided one after another (never two "nothing running").
+SELECT id FROM tasks_app_task WHERE id = %(task_id)s FOR UPDATE;
+
+-- name: overlap_verdict
+-- The task's overlap policy (skip, buffer_one) at the instant run %(run_id)s (due
+-- %(due_at)s) would start, read after overlap_lock: 'start' when no other run of the task is
+-- running; else, with the running run's id, 'wait' (buffer_one and no earlier run waits:
+-- back to pending, released again) or 'skip'. The one place the policy is decided.
+WITH busy AS (
+    SELECT id FROM tasks_app_run
+     WHERE task_id = %(task_id)s AND status = 'running' AND id <> %(run_id)s
+     LIMIT 1
+)
+SELECT CASE WHEN NOT EXISTS (SELECT FROM busy) THEN 'start'
+            WHEN t.overlap_policy = 'buffer_one' AND NOT EXISTS (
+                 SELECT FROM tasks_app_run AS w
+                  WHERE w.task_id = t.id AND w.id <> %(run_id)s
+                    AND w.status IN ('pending', 'queued') AND w.due_at < %(due_at)s)
+                 THEN 'wait'
+            ELSE 'skip' END AS verdict,
+       (SELECT id FROM busy) AS busy
+  FROM tasks_app_task AS t
+ WHERE t.id = %(task_id)s;
 
 -- name: complete_run
 -- running -> completed with the run's output, or cancelled (output kept, error
@@ -381,13 +476,59 @@ SELECT CASE WHEN %(wait)s
 -- name: release_unlock
 SELECT pg_advisory_unlock(hashtextextended('tasks_app.release', 0));
 
--- name: queue_runs
--- pending -> queued, for those of the given runs still pending (released onto the broker).
--- A run created while the release pass ran (after its now was read) is queued at its
--- creation, not before it.
-UPDATE tasks_app_run
-   SET status = 'queued', queued_at = GREATEST(%(now)s, created_at)
- WHERE id = ANY(%(run_ids)s) AND status IS NOT DISTINCT FROM 'pending';
+-- name: release_due_runs
+-- pending -> queued, for up to %(limit)s runs due by %(until)s (with %(fires_only)s, schedule
+-- fires only) that may go onto the broker now: not held by flow control (admit_runs lets
+-- those go) and releasable (tasks_app_releasable: the release rule), earliest first. Taken
+-- FOR UPDATE SKIP LOCKED, so a run another release or an enqueue is publishing is left to
+-- it. A run created while the release ran (after its now was read) is queued at its
+-- creation, not before it. Returns each run with its task's fields its message reads; the
+-- caller publishes them, in due order, once this commits.
+WITH picked AS (
+    SELECT r.id
+      FROM tasks_app_run AS r
+      JOIN tasks_app_task AS t ON t.id = r.task_id
+      JOIN tasks_app_taskstate AS s ON s.task_id = r.task_id
+     WHERE r.status = 'pending' AND r.held = '' AND r.due_at <= %(until)s
+       AND (NOT %(fires_only)s OR r.trigger = 'schedule')
+       AND tasks_app_releasable(t, s, r.trigger, r.queue)
+     ORDER BY r.due_at
+     LIMIT %(limit)s
+       FOR UPDATE OF r SKIP LOCKED
+)
+UPDATE tasks_app_run AS r
+   SET status = 'queued', queued_at = GREATEST(%(now)s, r.created_at)
+  FROM picked AS p, tasks_app_task AS t
+ WHERE r.id = p.id AND t.id = r.task_id
+RETURNING r.*, t.id AS "task.id", t.action AS "task.action", t.queue AS "task.queue",
+          t.priority AS "task.priority", t.timeout_seconds AS "task.timeout_seconds";
+
+-- name: release_runs
+-- release_due_runs for the given runs, whenever they are due (a caller publishing the runs
+-- it just made, at commit).
+WITH picked AS (
+    SELECT r.id
+      FROM tasks_app_run AS r
+      JOIN tasks_app_task AS t ON t.id = r.task_id
+      JOIN tasks_app_taskstate AS s ON s.task_id = r.task_id
+     WHERE r.id = ANY(%(run_ids)s::uuid[]) AND r.status = 'pending' AND r.held = ''
+       AND tasks_app_releasable(t, s, r.trigger, r.queue)
+       FOR UPDATE OF r SKIP LOCKED
+)
+UPDATE tasks_app_run AS r
+   SET status = 'queued', queued_at = GREATEST(%(now)s, r.created_at)
+  FROM picked AS p, tasks_app_task AS t
+ WHERE r.id = p.id AND t.id = r.task_id
+RETURNING r.*, t.id AS "task.id", t.action AS "task.action", t.queue AS "task.queue",
+          t.priority AS "task.priority", t.timeout_seconds AS "task.timeout_seconds";
+
+-- name: held_for_rate
+-- The task's runs held by its rate whose reserved start is by %(until)s (services.flow lets
+-- them go for it); of a paused task (%(paused)s), only runs a person asked for.
+SELECT id FROM tasks_app_run
+ WHERE task_id = %(task_id)s AND status = 'pending' AND held = 'rate'
+   AND not_before <= %(until)s
+   AND (NOT %(paused)s OR tasks_app_asked_by_person(trigger));
 
 -- name: unqueue_runs
 -- queued -> pending, for those of the given runs still queued: their message did not go
@@ -426,7 +567,7 @@ WITH held AS (
            row_number() OVER (PARTITION BY r.flow_key ORDER BY r.due_at, r.id) AS n
       FROM (SELECT id, flow_key, due_at FROM tasks_app_run
              WHERE task_id = %(task_id)s AND status = 'pending' AND held = 'concurrency'
-               AND (NOT %(paused)s OR trigger = ANY({explicit_triggers}))
+               AND (NOT %(paused)s OR tasks_app_asked_by_person(trigger))
              ORDER BY due_at LIMIT %(window)s) AS r
 ), busy AS (
     SELECT flow_key, count(*) AS n FROM tasks_app_run
@@ -657,7 +798,7 @@ SELECT due_at FROM tasks_app_run
 DELETE FROM django_celery_results_taskresult
  WHERE id IN (
    SELECT id FROM django_celery_results_taskresult
-    WHERE date_done < greatest(%(cutoff)s, %(failed_cutoff)s)
+    WHERE date_done < greatest(%(cutoff)s::timestamptz, %(failed_cutoff)s::timestamptz)
       AND date_done < CASE WHEN status = 'FAILURE' THEN %(failed_cutoff)s ELSE %(cutoff)s END
     ORDER BY date_done
     LIMIT %(batch)s
@@ -693,3 +834,45 @@ SELECT date_trunc('second', d.due_at) AS second, count(*)
          WHERE status = 'pending' AND trigger = 'schedule' AND due_at <= %(until)s
          ORDER BY due_at LIMIT %(limit)s) AS d
  GROUP BY 1 ORDER BY 1;
+
+-- name: database_clock
+-- The database's clock (tasks_app.clock reads it every TASKS_CLOCK_SYNC_SECONDS).
+SELECT clock_timestamp();
+
+-- name: ping
+-- The health check's round trip.
+SELECT 1;
+
+-- name: table_estimate
+-- Postgres' estimate of a table's rows (-1: never analysed): the paginator's count of a
+-- long unfiltered list.
+SELECT reltuples::bigint FROM pg_class WHERE oid = %(table)s::regclass;
+
+-- name: start_tally_mark
+-- The tally's mark row (services.run_tally), made at the epoch if it is missing.
+INSERT INTO tasks_app_runtallymark (id, through) VALUES (1, %(epoch)s)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: lateness_per_minute
+-- Start lateness p50/p99 of the runs due in each minute from %(since)s to %(until)s that
+-- have started, by due minute (an index range of run_due_idx whatever the history holds).
+SELECT date_trunc('minute', due_at) AS minute,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY lateness_ms) AS p50,
+       percentile_cont(0.99) WITHIN GROUP (ORDER BY lateness_ms) AS p99,
+       count(*) AS runs
+  FROM tasks_app_run
+ WHERE due_at >= %(since)s AND due_at <= %(until)s AND lateness_ms IS NOT NULL
+ GROUP BY 1 ORDER BY 1;
+
+-- name: sync_lock
+-- Inside the caller's transaction: the lock of `tasks sync` (one sync at a time).
+SELECT pg_advisory_xact_lock(%(key)s);
+
+-- name: leader_lock
+-- Beat's leadership, on a connection of its own: true if this session holds the lock.
+SELECT pg_try_advisory_lock(%(key)s);
+
+-- name: periodic_tasks_delete
+-- django-celery-beat's entries %(ids)s deleted in one statement, without its signal that marks
+-- PeriodicTasks changed once per entry (the caller marks it once: tasks_delete of a set).
+DELETE FROM django_celery_beat_periodictask WHERE id = ANY(%(ids)s::integer[]);

@@ -3,8 +3,8 @@
 -- transitions, enforced by the database. Every definition is CREATE OR REPLACE, so the whole
 -- file is applied again as it changes: a migration runs it (tasks_app.store.schema_sql), and
 -- tests/store/test_schema.py fails while the migrated database differs from this file.
--- The placeholder in the last function is filled from tasks_app.store.RUN_TRANSITIONS when
--- the file is read.
+-- The placeholders are filled when the file is read: the transitions' table from
+-- tasks_app.store.RUN_TRANSITIONS, the person's triggers from tasks_app.choices.
 
 -- The earliest due time of a task's waiting runs (pending or queued), not counting the run
 -- ``leaving`` (NULL when none waits). A one-statement SQL table function, so that the
@@ -118,6 +118,52 @@ CREATE OR REPLACE FUNCTION tasks_app_idle_status(
              ORDER BY r.finished_at DESC NULLS LAST, r.due_at DESC
              LIMIT 1))
     END
+$$;
+
+-- The release rule, decided here and nowhere else: a run asked for by a person (or an
+-- earlier attempt of one: the triggers filled in from tasks_app.choices.EXPLICIT_TRIGGERS)
+-- goes out while its task is paused; any other waits for the resume.
+CREATE OR REPLACE FUNCTION tasks_app_asked_by_person(trigger varchar)
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $$
+    SELECT trigger IN ({explicit_triggers})
+$$;
+
+-- Whether a waiting run of task t (state s), asked for by ``trigger`` on ``queue`` ('' for
+-- the task's), may go onto the broker now: its task is not paused (or a person asked for
+-- it) and its queue is not paused (whoever asked for it: the queue is what is paused).
+-- Held runs (flow control) are let go by their own statement (admit_runs), not by this.
+CREATE OR REPLACE FUNCTION tasks_app_releasable(
+    t tasks_app_task, s tasks_app_taskstate, trigger varchar, queue varchar
+) RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT (s.status <> 'paused' OR tasks_app_asked_by_person(trigger))
+       AND NOT EXISTS (SELECT FROM tasks_app_queuepause AS q
+                        WHERE q.queue = COALESCE(NULLIF(queue, ''), t.queue))
+$$;
+
+-- The status a new run is written with: queued (its caller publishes it at commit) when it
+-- is releasable and due by ``horizon_end`` (TASKS_RELEASE_HORIZON_SECONDS ahead), else
+-- pending (beat's release publishes it later, a resume or its due time coming near).
+CREATE OR REPLACE FUNCTION tasks_app_released_status(
+    t tasks_app_task, s tasks_app_taskstate, trigger varchar, queue varchar,
+    due_at timestamptz, horizon_end timestamptz
+) RETURNS varchar LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN due_at <= horizon_end AND tasks_app_releasable(t, s, trigger, queue)
+                THEN 'queued' ELSE 'pending' END
+$$;
+
+-- The expiry rule, computed here and nowhere else: a run due at ``due_at`` must start
+-- within its task's expires_after_seconds (NULL or 0: no deadline).
+CREATE OR REPLACE FUNCTION tasks_app_expires_at(t tasks_app_task, due_at timestamptz)
+RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN t.expires_after_seconds > 0
+                THEN due_at + t.expires_after_seconds * interval '1 second' END
+$$;
+
+-- The deadline a new run r is written with: the one its caller gave (a one-off run's own,
+-- a later attempt keeping its first's), else a first attempt's by its task's policy.
+CREATE OR REPLACE FUNCTION tasks_app_deadline(t tasks_app_task, r tasks_app_run)
+RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
+    SELECT COALESCE(r.expires_at, CASE WHEN r.attempt = 1 THEN tasks_app_expires_at(t, r.due_at) END)
 $$;
 
 -- Flow control (docs/flow-control.md; services.flow acts on the verdicts): whether a task has

@@ -10,19 +10,23 @@ Given a task's schedule and policy fields (no ORM, no clock reads), ``plan_fires
 * **jitter**: a run's due time is its instant plus a per-fire offset derived from a hash of
   (task, instant), so a restart or a second beat computes the same offset.
 
+and **retries**: when a failed attempt is tried again (``retry_after``).
+
 Overlap (``skip``/``buffer_one``) is decided when a run is claimed, not here: only then is it
-known whether the previous run is still going.
+known whether the previous run is still going (the store's ``overlap_verdict``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .scheduling import Schedule
 
 MAX_FIRES_PER_PLAN = 1000
+MAX_RETRY_DELAY_SECONDS = 3600
 _TINY = timedelta(microseconds=1)
 
 
@@ -134,3 +138,18 @@ def plan_fires(
         next_fire=fire,
         finished=finished,
     )
+
+
+def retry_after(
+    *, attempt: int, interruptions: int, max_retries: int, backoff_seconds: int
+) -> timedelta | None:
+    """When a failed attempt is tried again, ``None`` when no retry is left: attempt ``n`` is
+    retried while ``n - interruptions <= max_retries`` (attempts cut off by their worker's
+    death do not count), after an exponential backoff from ``backoff_seconds`` (doubling per
+    counted attempt, capped at ``MAX_RETRY_DELAY_SECONDS``) with full jitter on its upper
+    half, so retries of many runs that failed together do not align."""
+    tries = attempt - interruptions
+    if tries > max_retries:
+        return None
+    capped = min(backoff_seconds * (2 ** (tries - 1)), MAX_RETRY_DELAY_SECONDS)
+    return timedelta(seconds=capped / 2 + random.uniform(0, capped / 2))  # noqa: S311

@@ -22,7 +22,6 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.utils import timezone
 
 from ..conf import app_settings
-from ..runtime import clock
 from ..timing import scheduling
 from .choices import ScheduleType
 
@@ -446,7 +445,8 @@ def check_instant(value: datetime, *, field: str, now: datetime | None = None) -
     """An aware instant between ``EARLIEST_INSTANT`` and ``LATEST_AHEAD`` from now."""
     if timezone.is_naive(value):
         raise ValidationError({field: [NAIVE_INSTANT]})
-    latest = (now or clock.now()) + LATEST_AHEAD
+    # A bound of centuries: the host's clock is as good as the database's for it.
+    latest = (now or timezone.now()) + LATEST_AHEAD
     if not EARLIEST_INSTANT <= value <= latest:
         raise ValidationError(
             {field: [f"must be between 1970-01-01 and {latest.year - 1}-12-31 (UTC)"]}
@@ -551,3 +551,17 @@ def check_on_duplicate(value: Any, *, field: str = "on_duplicate") -> str:
             {field: [f"must be one of {', '.join(ON_DUPLICATE_CHOICES)} (got {value!r})"]}
         )
     return str(value)
+
+
+# --- a refusal as text -----------------------------------------------------------------------
+
+
+def one_line(exc: ValidationError) -> str:
+    """A ``ValidationError`` as one line, as the admin's messages, the CLI and the tasks
+    framework's ``InvalidTask`` word it: ``note: must be at most 2,000 characters``, each
+    field's messages after its name, fields apart by ``; ``; a message tied to no field
+    (``__all__``, or an error without fields) without a name."""
+    if hasattr(exc, "error_dict"):
+        parts = [f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items()]
+        return "; ".join(parts).replace("__all__: ", "")
+    return " ".join(exc.messages)

@@ -18,8 +18,8 @@ from .. import services
 from ..models import Run, Task, Trigger
 from ..observability import health  # noqa: F401  (starts the worker heartbeat)
 from ..runtime import hardening
-from ..services.retry_policy import timed_out_error
 from ..services.run_lifecycle import DB_ERRORS, run_lost
+from ..services.time_limits import timed_out_error
 from ..vocabulary.choices import EXECUTE_RUN
 from . import (
     recovery,

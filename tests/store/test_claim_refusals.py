@@ -17,43 +17,35 @@ from tests.stored_rows import run_set
 pytestmark = pytest.mark.django_db
 
 
-def _claim(run_id: Any, *, overlap_checked: bool = False) -> tuple[Any, ...]:
-    row = store.fetch_one(
-        "claim_run",
-        {
-            "run_id": run_id,
-            "worker": "w@host",
-            "now": timezone.now(),
-            "overlap_checked": overlap_checked,
-        },
+def _claim(run_id: Any, *, overlap_checked: bool = False) -> store.Claim:
+    return store.claim_run(
+        run_id=run_id, worker="w@host", now=timezone.now(), overlap_checked=overlap_checked
     )
-    assert row is not None
-    return row
 
 
 def _refused(run_id: Any, **kwargs: Any) -> str | None:
-    return _claim(run_id, **kwargs)[-1]
+    return _claim(run_id, **kwargs).refused
 
 
 def test_a_claimed_run_has_no_refusal_and_a_second_claim_finds_it_running() -> None:
     run = queued_run(services.task_create(id="claim-ok", action="noop"))
-    row = _claim(run.pk)
-    assert row[-1] is None and store.claimed_run(row).status == RunStatus.RUNNING
+    claim = _claim(run.pk)
+    assert claim.refused is None and claim.run is not None
+    assert claim.run.status == RunStatus.RUNNING
     assert _refused(run.pk) == "running"
 
 
 def test_a_run_that_does_not_exist_is_gone() -> None:
-    row = _claim(uuid.uuid4())
-    assert row[-1] == "gone" and all(value is None for value in row[:-1])
+    assert _claim(uuid.uuid4()) == (None, "gone")
 
 
 @pytest.mark.parametrize("status", [RunStatus.PENDING, RunStatus.COMPLETED, RunStatus.CANCELLED])
 def test_a_run_in_another_status_is_not_queued(status: str) -> None:
     run = queued_run(services.task_create(id="claim-not-queued", action="noop"))
     run_set(run.pk, status=status)
-    row = _claim(run.pk)
-    assert row[-1] == "not_queued"
-    assert store.claimed_run(row).status == status  # the run as the statement saw it
+    claim = _claim(run.pk)
+    assert claim.refused == "not_queued"
+    assert claim.run is not None and claim.run.status == status  # as the statement saw it
 
 
 def test_a_run_past_its_deadline_is_expired() -> None:

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from django.core.exceptions import ValidationError
 
+from ...vocabulary import validation
+
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     widths = [
@@ -20,9 +22,8 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
 
 
 def one_line(exc: Exception) -> str:
+    """A refusal as one line: a ``ValidationError`` as ``validation.one_line`` words it,
+    any other error's text with its line breaks and runs of spaces made one space."""
     if isinstance(exc, ValidationError):
-        if hasattr(exc, "error_dict"):
-            parts = [f"{field}: {' '.join(msgs)}" for field, msgs in exc.message_dict.items()]
-            return "; ".join(parts).replace("__all__: ", "")
-        return " ".join(exc.messages)
+        return validation.one_line(exc)
     return " ".join(str(exc).split())
