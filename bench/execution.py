@@ -34,6 +34,7 @@ from typing import Any
 import redis
 
 from bench import common
+from tasks_app.worker import run_execution
 
 SIZES = {
     "full": {"runs": 6_000, "rounds": 3, "in_process_runs": 3_000},
@@ -104,7 +105,7 @@ def _load_runs(prefix: str, n: int, *, status: str) -> None:
 
 def measure_in_process(n: int) -> dict[str, Any]:
     """Without Celery: one process executes ``n`` queued runs one after another as a pool
-    process does (claim, the no-op action, completion: ``services.run_execute``) and makes
+    process does (claim, the no-op action, completion: ``run_execution.run_execute``) and makes
     the floor's two one-row ``UPDATE``s (``bench.anchor_app.two_writes``) ``n`` times on a
     connection of its own, the two sides taking turns in chunks of ``CHUNK`` so that both
     meet the same machine (a shared host's speed drifts within a round: measured one after
@@ -118,7 +119,6 @@ def measure_in_process(n: int) -> dict[str, Any]:
     from django.db import connection
 
     from bench import anchor_app
-    from tasks_app import services
     from tasks_app.models import Run
 
     _load_runs("inproc", n, status="queued")
@@ -132,7 +132,7 @@ def measure_in_process(n: int) -> dict[str, Any]:
         with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as pg:
             sides = {
                 "ours": _Side(
-                    lambda i: services.run_execute(run_id=ids[i], worker="bench-inprocess"),
+                    lambda i: run_execution.run_execute(run_id=ids[i], worker="bench-inprocess"),
                     ours_backend,
                 ),
                 "floor": _Side(
@@ -419,7 +419,7 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
             "ours": _median_round([r["ours"] for r in in_process], "wall_ms"),
             "floor": _median_round([r["floor"] for r in in_process], "wall_ms"),
             "rounds": in_process,
-            "settings": "one process, no broker: services.run_execute per run against the "
+            "settings": "one process, no broker: run_execution.run_execute per run against the "
             "floor's two one-row UPDATEs; per run, median of the rounds by wall time",
         },
         "anchor_procrastinate": {

@@ -1,7 +1,7 @@
 """Scenario ``execution_in_process``: what a run's bookkeeping costs, without broker or pool.
 
 One process executes queued no-op runs one after another as a pool process does
-(``services.run_execute``: claim, the action, completion) and makes the floor's two one-row
+(``run_execution.run_execute``: claim, the action, completion) and makes the floor's two one-row
 ``UPDATE``s (``bench.anchor_app.two_writes``) as many times on a connection of its own
 (``bench.execution.measure_in_process``), the two taking turns in chunks of 200; per run,
 the median of the rounds of each figure: wall time, this process's CPU, its Postgres
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import common, execution
+from tasks_app.worker import run_execution
 
 SIZES = {
     "full": {"runs": 3_000, "rounds": 5},
@@ -27,19 +28,18 @@ FIGURES = ("wall_ms", "client_cpu_ms", "postgres_cpu_ms")
 
 
 def statements_per_run(n: int) -> float:
-    """Statements Django's connection sends per ``services.run_execute`` of a queued no-op
+    """Statements Django's connection sends per ``run_execution.run_execute`` of a queued no-op
     run, over ``n`` runs (each psycopg ``execute``: one round trip)."""
     import logging
 
     import psycopg
     from django.db import connection
 
-    from tasks_app import services
     from tasks_app.models import Run
 
     execution._load_runs("count", n, status="queued")
     ids = [str(i) for i in Run.objects.values_list("id", flat=True)]
-    services.run_execute(run_id=ids[0], worker="bench-count")  # connects, prepares
+    run_execution.run_execute(run_id=ids[0], worker="bench-count")  # connects, prepares
     connection.ensure_connection()
     raw = connection.connection
     sent = 0
@@ -55,7 +55,7 @@ def statements_per_run(n: int) -> float:
     logging.disable(logging.INFO)  # as in the timed rounds: no line per run in the bench log
     try:
         for run_id in ids[1:]:
-            services.run_execute(run_id=run_id, worker="bench-count")
+            run_execution.run_execute(run_id=run_id, worker="bench-count")
     finally:
         psycopg.Cursor.execute = original  # type: ignore[method-assign]
         logging.disable(logging.NOTSET)
@@ -76,7 +76,7 @@ def run(results_dir: Path, *, quick: bool = False) -> dict[str, Any]:
         "rounds": rounds,
         "ratios": {f"{k}_vs_floor": common.ratio(ours[k], floor[k]) for k in FIGURES},
         "targets": {"wall_ms_vs_floor": 1.5, "postgres_cpu_ms_vs_floor": 2.0},
-        "settings": "one process, no broker: services.run_execute per queued no-op run "
+        "settings": "one process, no broker: run_execution.run_execute per queued no-op run "
         "against the floor's two one-row UPDATEs (autocommitted, prepared); per run, the "
         "median of the rounds of each figure",
     }

@@ -356,7 +356,7 @@ class Task(models.Model):
             models.Index(fields=["schedule_type", "id"], name="task_schedule_type_idx"),
             # What beat reads on its ticks besides the due fires, each through an index of the
             # few tasks it concerns, so a tick costs the same with a million stored schedules:
-            # the missed-run alarm's watched tasks (services.alarms.alarms_check),
+            # the missed-run alarm's watched tasks (beat.alarms.alarms_check),
             models.Index(
                 fields=["id"],
                 name="task_alert_watched_idx",
@@ -436,7 +436,7 @@ class TaskState(StatusGuarded):
     fire_count = models.IntegerField(default=0)
     # Beat's word on the task, here rather than on the configuration row, which only a
     # person's edit or a sync writes: the missed-run alarm (services.alarms), and the
-    # schedule error set when the task's schedule math raised (services.firing), which
+    # schedule error set when the task's schedule math raised (beat.firing), which
     # makes beat skip the task until an edit through the services clears it. Database
     # defaults, as the state row is inserted by a trigger (store/schema.sql).
     alarm_since = models.DateTimeField(null=True, blank=True, editable=False)
@@ -532,7 +532,7 @@ class Run(StatusGuarded):
     expires_at = models.DateTimeField(null=True, blank=True)
     # One clock for a run's timeline (created <= queued <= started <= finished): the
     # database's (tasks_app.runtime.clock), read by the process that records each step when it records
-    # it. A fire is created and queued at the instant of beat's tick (services.firing), hence
+    # it. A fire is created and queued at the instant of beat's tick (beat.firing), hence
     # a default the service sets rather than auto_now_add, which would stamp it later than its
     # queuing (the default itself serves only ORM writes outside the services).
     created_at = models.DateTimeField(default=timezone.now, editable=False)

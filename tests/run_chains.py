@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
+from tasks_app.worker import run_execution
 from tests.stored_rows import run_set
 
 
@@ -39,7 +40,7 @@ def interrupt(run: Run, *, worker: str = "w1@host") -> Run:
 
 
 def complete(run: Run, *, worker: str = "w2@host", result: object = None) -> Run:
-    services.run_complete(run=running(run, worker=worker), output="done", result=result)
+    run_execution.run_complete(run=running(run, worker=worker), output="done", result=result)
     return Run.objects.get(pk=run.pk)
 
 

@@ -8,8 +8,8 @@ are due in the next ``TASKS_FIRE_AHEAD_SECONDS`` (per second: fires not recorded
 fires recorded but not published) and, from the rates it measured on its own work
 (``beat.fire_ahead_lead``), how far ahead it has to start so that every message is in the
 broker by its instant. Between passes, :meth:`FireAhead.prepare` records those fires as
-``pending`` runs (``services.schedule_fire_due`` with that lookahead) and publishes them
-(``services.release_fires_ahead``, exact ETAs), earliest first, each step bounded in time so
+``pending`` runs (``firing.schedule_fire_due`` with that lookahead) and publishes them
+(``release_fires_ahead``, exact ETAs), earliest first, each step bounded in time so
 that the short-horizon releases keep going.
 
 The promises hold for a fire prepared ahead: a pause, an edit of what a fire is or a delete
@@ -25,9 +25,11 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from .. import selectors, services
+from .. import selectors, services, store
 from ..conf import app_settings
 from ..models import Run
+from ..services.run_release import send_queued
+from . import firing
 from .fire_ahead_lead import lead_needed, per_fire, wall_share
 
 log = logging.getLogger(__name__)
@@ -122,9 +124,7 @@ class FireAhead:
             done += len(self._record(now=now, lookahead=self.record_lead, deadline=deadline))
         if self.release_lead > horizon:
             started = time.perf_counter()
-            sent = services.release_fires_ahead(
-                now=now, until=now + self.release_lead, deadline=deadline
-            )
+            sent = release_fires_ahead(now=now, until=now + self.release_lead, deadline=deadline)
             self.publish_per_fire = per_fire(
                 seconds=time.perf_counter() - started, fires=sent, previous=self.publish_per_fire
             )
@@ -143,7 +143,7 @@ class FireAhead:
 
     def _record(self, *, now: datetime, lookahead: timedelta, deadline: float | None) -> list[Run]:
         started = time.perf_counter()
-        fired = services.schedule_fire_due(now=now, lookahead=lookahead, deadline=deadline)
+        fired = firing.schedule_fire_due(now=now, lookahead=lookahead, deadline=deadline)
         self.record_per_fire = per_fire(
             seconds=time.perf_counter() - started, fires=len(fired), previous=self.record_per_fire
         )
@@ -157,3 +157,21 @@ def _merged(*series: Sequence[tuple[datetime, int]]) -> list[tuple[datetime, int
         for second, fires in counts:
             total[second] = total.get(second, 0) + fires
     return sorted(total.items())
+
+
+def release_fires_ahead(*, now: datetime, until: datetime, deadline: float | None = None) -> int:
+    """Publish pending **schedule fires** due by ``until`` (beyond the horizon: beat prepares a
+    busy instant, ``TASKS_FIRE_AHEAD_SECONDS``), earliest first, each with its exact ETA, in
+    batches of ``TASKS_RELEASE_BATCH``; stops after the batch that passes ``deadline``
+    (``time.monotonic()``) so the caller's other work goes on. Returns how many went out.
+
+    Only recurring fires go out early: a delayed or at-time run still waits in the database
+    until it is within the horizon. A fire published early still obeys a later pause (the
+    claim declines it), edit or delete (its run is removed, the message finds none)."""
+    limit = app_settings.RELEASE_BATCH
+    total = 0
+    while True:
+        runs = store.release_due_runs(until=until, now=now, limit=limit, fires_only=True)
+        total += send_queued(runs, now=now)
+        if len(runs) < limit or (deadline is not None and time.monotonic() >= deadline):
+            return total

@@ -7,7 +7,7 @@ whether they can take over)
 
 1. records a run for **every** recurring fire due within the release horizon, in batches of
    1,000 tasks, advancing each task's ``next_run_at`` in the same transaction before anything
-   is published (``services.schedule_fire_due``), and
+   is published (``firing.schedule_fire_due``), and
 2. releases every pending run due within the horizon to the broker with an ETA
    (``services.release_due_runs``) — and does only that every
    ``TASKS_RELEASE_INTERVAL_SECONDS`` in between, so released runs reach the workers in
@@ -48,7 +48,7 @@ from .. import selectors, services
 from ..conf import app_settings
 from ..observability import health
 from ..runtime import clock
-from . import leadership, prune_thread, sweep
+from . import alarms, leadership, prune_thread, sweep
 from .fire_ahead import FireAhead
 
 log = logging.getLogger(__name__)
@@ -202,14 +202,14 @@ class TaskScheduler(DatabaseScheduler):
         sweep.recover_runs(now=now)  # expired, stalled, lost runs; never raises
         # Each step on its own: one failing (a database blip) must neither kill beat nor
         # hold back the others; the next tick retries it. (One bad task cannot make a step
-        # fail: firing isolates it, see services.firing.)
+        # fail: firing isolates it, see beat.firing.)
         fired = self._step("firing", self.fire_ahead.fire_due, now=now) or []
         released = self._step("release", services.release_due_runs, now=now, wait=False) or 0
         # Runs held by flow control whose slot or reserved start came (their worker lets
         # most go as a run ends; this catches a worker killed, a limit raised).
         released += self._step("flow control", services.flow_admit, now=now) or 0
         self._step("planning ahead", self.fire_ahead.plan, now=now)
-        self._step("alarms", services.alarms_check, now=now)
+        self._step("alarms", alarms.alarms_check, now=now)
         self._step("paused queues", self._log_paused_queues)
         # Further leader-only upkeep (bounded batches that never block a tick) goes here.
         prune_thread.keep_pruning()  # old runs deleted from a thread of its own while leading

@@ -10,7 +10,7 @@ it executes, is ``tasks_app.worker.recovery``. The guarantees are in docs/reliab
    queue holding no ready message, lost their message: they go back to ``pending`` and the
    same tick's release publishes them again under the same run id.
 
-The writes are service functions (``tasks_app.services.run_recovery``); this module decides
+The writes are service functions (``tasks_app.beat.sweep_writes``); this module decides
 when.
 """
 
@@ -28,7 +28,7 @@ from ..conf import app_settings
 from ..messaging.queues import lane
 from ..models import Run, RunStatus, run_queue
 from ..runtime import clock
-from ..services.run_recovery import run_expire_overdue, run_fail_stalled, run_requeue_lost
+from .sweep_writes import run_expire_overdue, run_fail_stalled, run_requeue_lost
 
 log = logging.getLogger(__name__)
 

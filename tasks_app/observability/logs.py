@@ -10,7 +10,7 @@ Every line about a run carries ``run_id``, ``task_id``, ``attempt`` and ``latene
 
 Example line::
 
-    {"ts": "2025-01-01T09:00:00.012Z", "level": "INFO", "logger": "tasks_app.services.run_lifecycle",
+    {"ts": "2025-01-01T09:00:00.012Z", "level": "INFO", "logger": "tasks_app.worker.run_execution",
      "message": "run completed", "run_id": "…", "task_id": "nightly-report", "attempt": 1,
      "lateness_ms": 4.2, "process": 1234}
 """

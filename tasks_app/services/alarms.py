@@ -8,7 +8,7 @@ alarm clears as soon as a later run completes. Entering the alarm logs at ERROR 
 (same address checks as any webhook). Beat evaluates alarms on its ticks.
 
 The **schedule-error alarm** is the other kind: when beat cannot compute a task's fires
-(its schedule math raised, see ``services.firing``), :func:`schedule_error_raise` flags the
+(its schedule math raised, see ``beat.firing``), :func:`schedule_error_raise` flags the
 task (``TaskState.schedule_error``, which makes beat skip it) and raises its alarm with the
 reason, in the same fields, so the admin, the overview, ``/api/health`` and ``/metrics`` show
 it like any alarm. It stays until an edit through the services clears it
@@ -27,8 +27,6 @@ from django.db import transaction
 
 from .. import actions, store
 from ..conf import app_settings
-from ..models import RECURRING, Task, TaskState
-from ..selectors import overdue_fire, paused_filter
 
 log = logging.getLogger(__name__)
 
@@ -50,44 +48,6 @@ def schedule_errors_clear(task_ids: list[str]) -> int:
     if not task_ids:
         return 0
     return store.clear_schedule_errors(task_ids=task_ids)
-
-
-def alarms_check(*, now: datetime) -> tuple[int, int]:
-    """Raise and clear missed-run alarms; returns (raised, cleared)."""
-    raised = cleared = 0
-    watched = Task.objects.filter(
-        alert_after_seconds__isnull=False,
-        schedule_type__in=RECURRING,
-        state__schedule_error="",
-    ).filter(paused_filter(paused=False))
-    for task in watched.select_related("state"):
-        try:
-            fire = overdue_fire(task, now=now)
-        except Exception:  # one task's bad row must not stop the other alarms
-            log.exception("missed-run check for task %s failed", task.id)
-            continue
-        if fire is not None and task.state.alarm_since is None:
-            note = (
-                f"fire at {fire.isoformat()} has not completed within {task.alert_after_seconds} s"
-            )
-            store.raise_alarm(task_id=task.pk, note=note, now=now)
-            log.error("missed-run alarm for task %s: %s", task.id, note, extra={"task_id": task.id})
-            _notify(task.id, note, now)
-            raised += 1
-        elif fire is None and task.state.alarm_since is not None:
-            store.clear_alarms(task_ids=[task.pk])
-            log.info("missed-run alarm for task %s cleared", task.id, extra={"task_id": task.id})
-            cleared += 1
-    # Paused or unscheduled tasks are not expected to run: drop their alarms (a schedule
-    # error's alarm stays until the task is edited).
-    unwatched = list(
-        TaskState.objects.filter(alarm_since__isnull=False, schedule_error="")
-        .exclude(task__in=watched.values("pk"))
-        .values_list("pk", flat=True)
-    )
-    if unwatched:
-        store.clear_alarms(task_ids=unwatched)
-    return raised, cleared
 
 
 def _notify(task_id: str, note: str, now: datetime) -> None:

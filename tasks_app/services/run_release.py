@@ -16,7 +16,6 @@ never overtake its row.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from uuid import UUID
@@ -68,24 +67,6 @@ def release_due_runs(
                 return total
     finally:
         store.release_unlock()
-
-
-def release_fires_ahead(*, now: datetime, until: datetime, deadline: float | None = None) -> int:
-    """Publish pending **schedule fires** due by ``until`` (beyond the horizon: beat prepares a
-    busy instant, ``TASKS_FIRE_AHEAD_SECONDS``), earliest first, each with its exact ETA, in
-    batches of ``TASKS_RELEASE_BATCH``; stops after the batch that passes ``deadline``
-    (``time.monotonic()``) so the caller's other work goes on. Returns how many went out.
-
-    Only recurring fires go out early: a delayed or at-time run still waits in the database
-    until it is within the horizon. A fire published early still obeys a later pause (the
-    claim declines it), edit or delete (its run is removed, the message finds none)."""
-    limit = app_settings.RELEASE_BATCH
-    total = 0
-    while True:
-        runs = store.release_due_runs(until=until, now=now, limit=limit, fires_only=True)
-        total += send_queued(runs, now=now)
-        if len(runs) < limit or (deadline is not None and time.monotonic() >= deadline):
-            return total
 
 
 def publish_runs(run_ids: Iterable[UUID]) -> int:

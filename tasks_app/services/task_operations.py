@@ -511,7 +511,7 @@ def task_pause(*, task: Task, note: str = "", by: Actor = "") -> Task:
         # Rows are taken in the order every claim takes them (claim_run, and the overlap
         # check's lock): the runs', then the task's, then its state row; another order here
         # could deadlock with a claim. The task's row is locked so that beat, which fires a
-        # batch holding its tasks' rows (services.firing), either finishes that batch before
+        # batch holding its tasks' rows (beat.firing), either finishes that batch before
         # the pause (whose statements then drop the fires it recorded) or reads the pause.
         store.skip_paused_fires(task_id=task.pk, now=now)
         _lock_task_row(task)

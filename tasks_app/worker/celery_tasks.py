@@ -23,6 +23,7 @@ from ..services.time_limits import timed_out_error
 from ..vocabulary.choices import EXECUTE_RUN
 from . import (
     recovery,
+    run_execution,
     shutdown,  # noqa: F401  (the worker's shutdown grace)
 )
 
@@ -118,7 +119,7 @@ def execute_run(self: CeleryTask, run_id: str) -> dict[str, object] | None:
     """
     try:
         with recovery.lease(run_id) as finishing:
-            run = services.run_execute(
+            run = run_execution.run_execute(
                 run_id=run_id, worker=self.request.hostname or "", before_outcome=finishing
             )
     except DB_ERRORS as exc:

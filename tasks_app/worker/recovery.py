@@ -19,7 +19,7 @@ process holds and marks them where the action asks (``ctx.cancel_requested()``,
 ``TASKS_CANCEL_GRACE_SECONDS`` after the request is ended like a lost lease: the run is
 recorded ``cancelled`` and the pool process kills itself (its main process replaces it).
 
-The lease's writes are service functions (``tasks_app.services.run_recovery``).
+The lease's writes are service functions (``tasks_app.worker.lease_writes``).
 """
 
 from __future__ import annotations
@@ -41,11 +41,7 @@ from django.db import close_old_connections, connection
 from ..actions import cancellation
 from ..conf import app_settings
 from ..runtime import clock
-from ..services.run_recovery import (
-    run_cancel_requests,
-    run_renew_leases,
-    run_stop_cancelled,
-)
+from .lease_writes import run_cancel_requests, run_renew_leases, run_stop_cancelled
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,9 @@ import uuid
 
 from django.utils import timezone
 
-from tasks_app import actions, services
+from tasks_app import actions
 from tasks_app.models import Run, RunStatus
+from tasks_app.worker import run_execution
 from tests.stored_rows import run_set
 
 
@@ -34,7 +35,7 @@ def execute_in_process(run: Run) -> Run:
     """Run ``run`` in this process through the real service (the broker hand-off is the one
     step skipped: the test transaction never commits, so nothing is published)."""
     run_set(run.pk, status=RunStatus.QUEUED)
-    result = services.run_execute(run_id=str(run.pk), worker="pytest")
+    result = run_execution.run_execute(run_id=str(run.pk), worker="pytest")
     assert result is not None
     result.refresh_from_db()
     return result

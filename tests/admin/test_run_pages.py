@@ -13,6 +13,7 @@ from django_celery_results.models import TaskResult
 from tasks_app import services
 from tasks_app.conf import app_settings
 from tasks_app.models import Run, RunStatus, Trigger
+from tasks_app.worker import run_execution
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db
@@ -246,7 +247,7 @@ def test_cancel_on_a_running_run_asks_it_to_stop_and_the_page_shows_the_request(
     from tests.shared import queued_run
 
     task = services.task_create(id="long-job", action="noop")
-    running = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    running = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w@host")
     assert running is not None
     page = operator.get(reverse("admin:tasks_app_run_change", args=[running.pk])).content.decode()
     assert 'id="btn-cancel"' in page

@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
+from tasks_app.worker import run_execution
 from tests.shared import assert_error, queued_run
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 def running_run() -> Run:
     task = services.task_create(id="long-job", action="noop")
-    run = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    run = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w@host")
     assert run is not None
     return run
 
@@ -34,7 +35,7 @@ def test_cancelling_a_running_run_asks_it_to_stop(api: APIClient) -> None:
     assert shown["cancel_requested_at"] == body["cancel_requested_at"]
 
     # Its worker records its end: cancelled, and a cancel after that is a conflict.
-    services.run_complete(run=Run.objects.select_related("task").get(pk=run.pk))
+    run_execution.run_complete(run=Run.objects.select_related("task").get(pk=run.pk))
     assert Run.objects.get(pk=run.pk).status == RunStatus.CANCELLED
     body = assert_error(api.post(f"/api/runs/{run.id}/cancel"), 409)
     assert "is cancelled; only pending, queued or running runs can be cancelled" in body["error"]

@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tasks_app.services.tokens import token_create
+from tasks_app.worker import run_execution
 from tests.api.conftest import ALL_PERMS, user_with
 from tests.django_tasks import functions
 from tests.stored_rows import run_set
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.django_db
 def work(run_id: str) -> Run:
     """What a worker does once the run is published (at commit, which a test never reaches)."""
     run_set(run_id, status=RunStatus.QUEUED, queued_at=timezone.now())
-    done = services.run_execute(run_id=run_id, worker="w1")
+    done = run_execution.run_execute(run_id=run_id, worker="w1")
     assert done is not None
     return done
 

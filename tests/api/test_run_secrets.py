@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
 from tasks_app.services.tokens import token_create
+from tasks_app.worker import run_execution
 from tests.api.conftest import user_with
 from tests.stored_rows import run_set
 
@@ -232,7 +233,7 @@ def test_a_secret_quoted_by_a_failing_run_is_masked_in_its_error(webhook: Task) 
     Task.objects.filter(pk="hook").update(payload=BROKEN)
     run = services.task_execute(task=Task.objects.get(pk="hook"))
     run_set(run.pk, status=RunStatus.QUEUED, queued_at=timezone.now())
-    done = services.run_execute(run_id=str(run.pk), worker="w1")
+    done = run_execution.run_execute(run_id=str(run.pk), worker="w1")
     assert done is not None and done.status == RunStatus.FAILED
     assert "Invalid header value" in done.error and "***" in done.error
     for text in _every_way_out(str(run.pk)):

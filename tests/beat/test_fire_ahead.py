@@ -13,8 +13,10 @@ from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
 from tasks_app import services
+from tasks_app.beat import firing
 from tasks_app.beat.fire_ahead import FireAhead
 from tasks_app.models import Run, RunStatus, Task, Trigger
+from tasks_app.worker import run_execution
 
 pytestmark = pytest.mark.django_db
 BURST = 40  # cron tasks on the same minute, half of them in Europe/London
@@ -123,7 +125,7 @@ def test_replayed_preparation_and_firing_record_each_fire_once() -> None:
     prepare(slow_beat(), at - timedelta(seconds=30))
     prepare(ahead, at - timedelta(seconds=20))
     ahead.fire_due(now=at - timedelta(seconds=2))
-    services.schedule_fire_due(now=at, lookahead=services.horizon())
+    firing.schedule_fire_due(now=at, lookahead=services.horizon())
     assert {task_id: run.pk for task_id, run in fires_at(at).items()} == first
     assert Run.objects.filter(task__in=tasks).count() == BURST
     assert {t.state.fire_count for t in Task.objects.filter(pk__in=first)} == {1}
@@ -139,7 +141,7 @@ def test_a_pause_after_the_fire_was_prepared_is_obeyed_and_a_resume_before_it_fi
     services.task_pause(task=paused, note="maintenance")
     # Its prepared fire is gone: the message already in the broker finds no run.
     assert not Run.objects.filter(pk=prepared.pk).exists()
-    assert services.run_claim(run_id=str(prepared.pk), worker="w") is None
+    assert run_execution.run_claim(run_id=str(prepared.pk), worker="w") is None
     prepare(ahead, at - timedelta(seconds=10))
     ahead.fire_due(now=at - timedelta(seconds=2))
     assert paused.pk not in fires_at(at) and kept.pk in fires_at(at)
@@ -165,7 +167,7 @@ def test_an_edit_after_the_fire_was_prepared_moves_it_and_a_rename_keeps_it() ->
     services.task_update(task=moved, data={"cron": f"{later.minute} {later.hour} * * *"})
     services.task_update(task=renamed, data={"name": "renamed"})
     assert not Run.objects.filter(pk=old[moved.pk].pk).exists()
-    assert services.run_claim(run_id=str(old[moved.pk].pk), worker="w") is None
+    assert run_execution.run_claim(run_id=str(old[moved.pk].pk), worker="w") is None
     assert Run.objects.filter(pk=old[renamed.pk].pk, status=RunStatus.QUEUED).exists()
     moved.refresh_from_db()
     assert moved.state.next_run_at == later
@@ -182,6 +184,6 @@ def test_a_delete_after_the_fire_was_prepared_leaves_nothing_to_run() -> None:
     gone = tasks[0]
     prepared = fires_at(at)[gone.pk]
     services.task_delete(task=gone)
-    assert services.run_claim(run_id=str(prepared.pk), worker="w") is None
+    assert run_execution.run_claim(run_id=str(prepared.pk), worker="w") is None
     assert not Run.objects.filter(task_id=gone.pk).exists()
     assert len(fires_at(at)) == BURST - 1

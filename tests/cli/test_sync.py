@@ -21,6 +21,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from tasks_app.beat import firing
 from tasks_app.models import Run, Task, TaskAuditEntry, Trigger
 from tasks_app.services.tokens import token_create
 from tests.processes import ROOT, process_env, wait_until
@@ -515,14 +516,12 @@ def test_the_set_based_sync_writes_the_rows_the_per_task_services_write(
 def test_beat_fires_the_tasks_a_sync_wrote_at_their_instants(declare: Declare) -> None:
     from zoneinfo import ZoneInfo
 
-    from tasks_app import services
-
     declare(MIXED)
     assert sync()[0] == 0
     paris = Task.objects.get(pk="paris-3am")
     due = paris.state.next_run_at
     assert due.astimezone(ZoneInfo("Europe/Paris")).time().isoformat() == "03:00:00"
-    fired = services.schedule_fire_due(now=due, lookahead=timedelta(0))
+    fired = firing.schedule_fire_due(now=due, lookahead=timedelta(0))
     assert {run.task_id for run in fired} >= {"paris-3am", "paris-3am-too"}
     assert all(run.scheduled_for == due for run in fired if run.task_id.startswith("paris"))
     paris.state.refresh_from_db()

@@ -17,6 +17,7 @@ from tasks_app import services
 from tasks_app.management.cli.arguments import duration
 from tasks_app.models import Run, Task, TaskAuditEntry
 from tasks_app.vocabulary.display import relative
+from tasks_app.worker import run_execution
 from tests.processes import wait_until
 from tests.shared import cli
 from tests.stored_rows import run_set
@@ -245,7 +246,7 @@ def test_cancel_asks_a_running_run_to_stop_and_refuses_a_finished_one(db) -> Non
     from tests.shared import queued_run
 
     task = services.task_create(id="long-job", action="noop")
-    run = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    run = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w@host")
     assert run is not None
     assert tasks_text("cancel", str(run.id)).startswith(f"asked running run {run.id} to stop")
     shown = tasks("cancel", str(run.id))

@@ -11,6 +11,7 @@ from django.test import override_settings
 from tasks_app import services
 from tasks_app.models import Run, RunStatus
 from tasks_app.observability import metrics
+from tasks_app.worker import run_execution
 from tests.processes import wait_until
 from tests.shared import runs_total, scrape
 from tests.stored_rows import run_set
@@ -126,7 +127,7 @@ def test_a_running_run_asked_to_stop_is_cancelling_then_counted_cancelled(client
     from tests.shared import queued_run
 
     task = services.task_create(id="stopped", action="noop")
-    run = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    run = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w@host")
     assert run is not None
     before = scrape(client)
     assert before["tasks_runs_cancelling"] == {(): 0}
@@ -134,7 +135,7 @@ def test_a_running_run_asked_to_stop_is_cancelling_then_counted_cancelled(client
     asked = scrape(client)
     assert asked["tasks_runs_cancelling"] == {(): 1}
     assert asked["tasks_runs_running"] == {(): 1}
-    services.run_complete(run=run)  # its action returned after seeing the request
+    run_execution.run_complete(run=run)  # its action returned after seeing the request
     after = scrape(client)
     assert after["tasks_runs_cancelling"] == {(): 0}
     assert runs_total(after, "cancelled", "noop") == runs_total(before, "cancelled", "noop") + 1

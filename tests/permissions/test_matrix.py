@@ -30,6 +30,7 @@ from rest_framework.test import APIClient
 
 from tasks_app import services
 from tasks_app.models import QueuePause, Run, RunStatus, Task
+from tasks_app.worker import run_execution
 from tests.shared import form, queued_run
 from tests.stored_rows import run_set
 
@@ -147,7 +148,7 @@ def world() -> World:
         created_at=long_ago,
         due_at=long_ago,
     )
-    running = services.run_claim(run_id=str(queued_run(task).id), worker="w@host")
+    running = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w@host")
     # A second configured queue, paused: the default one stays free for the pause cells.
     services.queue_pause(queue=HELD_QUEUE, note="held for the test")
     return World(

@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from tasks_app import services
+from tasks_app.beat import alarms, firing
 from tasks_app.models import Run, RunStatus, Task, TaskState
 from tests.processes import wait_for_beat_after, wait_until
 
@@ -134,14 +135,12 @@ def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
     )
     # Record its fires the way beat does.
     wait_until(
-        lambda: services.schedule_fire_due(now=timezone.now(), lookahead=timedelta(0)),
+        lambda: firing.schedule_fire_due(now=timezone.now(), lookahead=timedelta(0)),
         timeout=10,
         message="a fire",
     )
     # Raised once the fire is alert_after_seconds (2 s) overdue.
-    wait_until(
-        lambda: services.alarms_check(now=timezone.now())[0] == 1, timeout=10, message="alarm"
-    )
+    wait_until(lambda: alarms.alarms_check(now=timezone.now())[0] == 1, timeout=10, message="alarm")
     assert task.load_state().alarm_since is not None
 
     worker_factory(TASKS_DEFAULT_QUEUE=queue)  # the worker comes back, runs the waiting fire
@@ -150,10 +149,10 @@ def test_alarm_fires_while_no_worker_runs_and_clears_after_a_completed_run(
         timeout=20,
         message="the fire to complete",
     )
-    services.schedule_fire_due(now=timezone.now(), lookahead=timedelta(0))
+    firing.schedule_fire_due(now=timezone.now(), lookahead=timedelta(0))
     wait_until(
         lambda: (
-            services.alarms_check(now=timezone.now())[1] == 1
+            alarms.alarms_check(now=timezone.now())[1] == 1
             or TaskState.objects.get(pk=task.pk).alarm_since is None
         ),
         timeout=10,

@@ -9,7 +9,7 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from tasks_app import services
+from tasks_app.beat import firing
 from tasks_app.beat.sweep import ready_messages
 from tasks_app.messaging.queues import lane
 from tasks_app.models import Run, RunStatus, Task, TaskState
@@ -32,7 +32,7 @@ def test_every_due_schedule_is_recorded_and_published_in_one_tick(private_queue)
     first = now + timedelta(seconds=1)
     tasks = bulk_interval_tasks("batch", 2500, every=60, first=first, queue=private_queue)
 
-    recorded = services.schedule_fire_due(now=now, lookahead=timedelta(seconds=5))
+    recorded = firing.schedule_fire_due(now=now, lookahead=timedelta(seconds=5))
 
     assert len(recorded) == len(tasks)
     runs = Run.objects.filter(task__id__startswith="batch-")
@@ -49,7 +49,7 @@ def test_every_due_schedule_is_recorded_and_published_in_one_tick(private_queue)
     TaskState.objects.filter(task__id__startswith="batch-").update(
         next_run_at=F("next_run_at") - timedelta(seconds=60)
     )
-    assert services.schedule_fire_due(now=now, lookahead=timedelta(seconds=5)) == []
+    assert firing.schedule_fire_due(now=now, lookahead=timedelta(seconds=5)) == []
     assert Run.objects.filter(task__id__startswith="batch-").count() == len(tasks)
     assert ready_messages(lane(private_queue)) == len(tasks)  # fires: the due lane
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from tasks_app import services
-from tasks_app.beat import sweep
+from tasks_app.beat import alarms, firing, sweep
 from tasks_app.beat.scheduler import TaskScheduler
 from tasks_app.models import Run, Task
 from tasks_app.services import EXECUTE_TASK
@@ -75,9 +75,9 @@ def test_a_leader_pass_reads_the_due_tasks_not_every_stored_schedule(stored: Non
     before = rows_read()
 
     sweep.recover_runs(now=now)
-    fired = services.schedule_fire_due(now=now, lookahead=services.horizon())
+    fired = firing.schedule_fire_due(now=now, lookahead=services.horizon())
     services.release_due_runs(now=now)
-    services.alarms_check(now=now)
+    alarms.alarms_check(now=now)
     list(prune_plan(now=now))
 
     read = rows_read() - before

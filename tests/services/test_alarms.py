@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from tasks_app import services
+from tasks_app.beat import alarms
 from tasks_app.models import Run, RunStatus, Task, TaskState, Trigger
 
 pytestmark = pytest.mark.django_db
@@ -34,14 +35,14 @@ def test_a_fire_that_did_not_complete_raises_the_alarm_and_a_completion_clears_i
     now = timezone.now()
     fire(task, now - timedelta(seconds=45), RunStatus.QUEUED)  # no worker picked it up
     with caplog.at_level(logging.ERROR, logger="tasks_app.services.alarms"):
-        assert services.alarms_check(now=now) == (1, 0)
+        assert alarms.alarms_check(now=now) == (1, 0)
     state = task.load_state()
     assert state.alarm_since == now and "has not completed within 30 s" in state.alarm_note
     assert any("missed-run alarm for task heartbeat" in r.message for r in caplog.records)
-    assert services.alarms_check(now=now) == (0, 0)  # raised once, not on every tick
+    assert alarms.alarms_check(now=now) == (0, 0)  # raised once, not on every tick
 
     fire(task, now - timedelta(seconds=5), RunStatus.COMPLETED)
-    assert services.alarms_check(now=now) == (0, 1)
+    assert alarms.alarms_check(now=now) == (0, 1)
     state = task.load_state()
     assert state.alarm_since is None and state.alarm_note == ""
 
@@ -50,19 +51,19 @@ def test_a_fire_still_inside_its_allowance_is_not_an_alarm() -> None:
     task = watched_task()
     now = timezone.now()
     fire(task, now - timedelta(seconds=10), RunStatus.RUNNING)
-    assert services.alarms_check(now=now) == (0, 0)
+    assert alarms.alarms_check(now=now) == (0, 0)
 
 
 def test_beat_not_recording_fires_at_all_raises_the_alarm() -> None:
     task = watched_task()
     TaskState.objects.filter(pk=task.pk).update(next_run_at=timezone.now() - timedelta(minutes=5))
-    assert services.alarms_check(now=timezone.now()) == (1, 0)
+    assert alarms.alarms_check(now=timezone.now()) == (1, 0)
 
 
 def test_pausing_drops_the_alarm() -> None:
     task = watched_task()
     fire(task, timezone.now() - timedelta(minutes=2), RunStatus.FAILED)
-    services.alarms_check(now=timezone.now())
+    alarms.alarms_check(now=timezone.now())
     services.task_pause(task=Task.objects.get(pk=task.pk), note="known outage")
-    services.alarms_check(now=timezone.now())
+    alarms.alarms_check(now=timezone.now())
     assert TaskState.objects.get(pk=task.pk).alarm_since is None

@@ -24,6 +24,7 @@ from tasks_app.models import Run, RunStatus
 from tasks_app.observability import health
 from tasks_app.runtime import clock
 from tasks_app.runtime.cache_keys import cache_key
+from tasks_app.worker import run_execution
 from tasks_app.worker.startup import eta_deadline
 from tests.shared import queued_run
 from tests.stored_rows import run_set
@@ -84,7 +85,7 @@ def test_a_run_is_not_started_before_its_due_instant() -> None:
     run = queued_run(task)
     later = clock.now() + timedelta(minutes=10)
     run_set(run.pk, due_at=later)
-    assert services.run_claim(run_id=str(run.id), worker="w") is None
+    assert run_execution.run_claim(run_id=str(run.id), worker="w") is None
     stored = Run.objects.get(pk=run.pk)
     # Handed back: pending, and beat publishes it again when it comes due.
     assert (stored.status, stored.started_at) == (RunStatus.PENDING, None)
@@ -95,7 +96,7 @@ def test_a_message_a_moment_early_waits_for_the_due_instant() -> None:
     run = queued_run(task)
     due = clock.now() + timedelta(milliseconds=300)
     run_set(run.pk, due_at=due)
-    claimed = services.run_claim(run_id=str(run.id), worker="w")
+    claimed = run_execution.run_claim(run_id=str(run.id), worker="w")
     assert claimed is not None and claimed.status == RunStatus.RUNNING
     stored = Run.objects.get(pk=run.pk)
     assert stored.started_at is not None and stored.started_at >= due

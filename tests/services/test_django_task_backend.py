@@ -27,6 +27,7 @@ from tasks_app.django_tasks import (
 from tasks_app.django_tasks.framework import run_priority
 from tasks_app.models import Run, RunStatus, Task, Trigger
 from tasks_app.schedules.sync import schedules_sync
+from tasks_app.worker import run_execution
 from tests.django_tasks import functions
 from tests.stored_rows import run_set
 
@@ -62,7 +63,7 @@ def work(result_id: str, worker: str = "w1@host") -> Run:
     """What a worker does with the run's message: mark it queued (as the release would at
     commit, which a test transaction never reaches), then claim and execute it."""
     run_set(result_id, status=RunStatus.QUEUED, queued_at=timezone.now())
-    done = services.run_execute(run_id=result_id, worker=worker)
+    done = run_execution.run_execute(run_id=result_id, worker=worker)
     assert done is not None
     return done
 

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from tasks_app import services
+from tasks_app.beat import firing
 from tasks_app.models import Run, Task, Trigger
 from tests.stored_rows import run_set
 
@@ -16,7 +17,7 @@ LOOKAHEAD = timedelta(seconds=2)
 
 
 def fire(now):  # type: ignore[no-untyped-def]
-    return services.schedule_fire_due(now=now, lookahead=LOOKAHEAD)
+    return firing.schedule_fire_due(now=now, lookahead=LOOKAHEAD)
 
 
 def instants(task: Task) -> list:  # type: ignore[type-arg]

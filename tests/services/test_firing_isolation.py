@@ -13,6 +13,7 @@ from django.db import connection
 from django.utils import timezone
 
 from tasks_app import selectors, services
+from tasks_app.beat import alarms, firing
 from tasks_app.models import Run, RunStatus, Task, TaskState, Trigger
 
 pytestmark = pytest.mark.django_db
@@ -57,7 +58,7 @@ def test_poisoned_tasks_are_flagged_and_the_others_fire() -> None:
     now = max(TaskState.objects.values_list("next_run_at", flat=True))
 
     # A small batch so the unreadable row sits in a batch with good ones.
-    services.schedule_fire_due(now=now, lookahead=LOOKAHEAD, batch=16)
+    firing.schedule_fire_due(now=now, lookahead=LOOKAHEAD, batch=16)
 
     assert [fired(t) for t in good] == [1] * len(good)
     for task_id, (_, error) in POISONS.items():
@@ -71,12 +72,12 @@ def test_poisoned_tasks_are_flagged_and_the_others_fire() -> None:
         assert row["alarm_since"] == now
     # Health counts them as alarms; the missed-run check leaves their alarm alone.
     assert selectors.tasks_in_alarm().count() == len(POISONS)
-    services.alarms_check(now=now)
+    alarms.alarms_check(now=now)
     assert selectors.tasks_in_alarm().count() == len(POISONS)
 
     # Next fire: the good tasks go on; the flagged ones are skipped (not retried every tick).
     later = now + timedelta(seconds=10)
-    services.schedule_fire_due(now=later, lookahead=LOOKAHEAD)
+    firing.schedule_fire_due(now=later, lookahead=LOOKAHEAD)
     assert [fired(t) for t in good] == [2] * len(good)
     assert sum(fired(t) for t in POISONS) == 0
 
@@ -84,7 +85,7 @@ def test_poisoned_tasks_are_flagged_and_the_others_fire() -> None:
 def test_an_edit_through_the_services_clears_the_flag_and_the_task_fires_again() -> None:
     task = every_10s("bad-cron")
     poison(task.id, "schedule_type = 'cron', cron = '61 * * * *'")
-    services.schedule_fire_due(now=task.state.next_run_at, lookahead=LOOKAHEAD)
+    firing.schedule_fire_due(now=task.state.next_run_at, lookahead=LOOKAHEAD)
     state = task.load_state()
     assert state.schedule_error and state.alarm_since is not None
 
@@ -92,7 +93,7 @@ def test_an_edit_through_the_services_clears_the_flag_and_the_task_fires_again()
     state = task.load_state()
     assert state.schedule_error == "" and state.alarm_since is None and state.alarm_note == ""
     assert state.next_run_at is not None
-    services.schedule_fire_due(now=task.state.next_run_at, lookahead=LOOKAHEAD)
+    firing.schedule_fire_due(now=task.state.next_run_at, lookahead=LOOKAHEAD)
     assert fired(task.id) == 1
 
 

@@ -12,7 +12,7 @@ from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task
 from tasks_app.runtime import clock
 from tasks_app.services import flow
-from tasks_app.services.run_lifecycle import run_claim, run_complete
+from tasks_app.worker.run_execution import run_claim, run_complete
 from tests.shared import queued_run
 
 pytestmark = pytest.mark.django_db(transaction=True)

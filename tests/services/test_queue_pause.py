@@ -15,10 +15,12 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from tasks_app import services
+from tasks_app.beat import firing
+from tasks_app.beat.sweep_writes import run_expire_overdue
 from tasks_app.models import QueuePause, Run, RunStatus, Task, TaskStatus, Trigger
 from tasks_app.services import permissions
-from tasks_app.services.run_recovery import run_expire_overdue
 from tasks_app.vocabulary import validation
+from tasks_app.worker import run_execution
 from tests.django_tasks import functions
 from tests.shared import queued_run
 from tests.stored_rows import run_set
@@ -53,7 +55,7 @@ def test_a_message_of_a_paused_queue_is_refused_and_every_kind_of_run_waits_pend
     services.queue_pause(queue=queue, note="billing API down")
 
     for run in runs:
-        assert services.run_claim(run_id=str(run.id), worker="w") is None
+        assert run_execution.run_claim(run_id=str(run.id), worker="w") is None
     stored = [Run.objects.get(pk=r.pk) for r in runs]
     assert [r.status for r in stored] == [RunStatus.PENDING] * 3  # none skipped, none failed
     assert [r.due_at for r in stored] == due and all(r.started_at is None for r in stored)
@@ -66,9 +68,9 @@ def test_a_paused_queue_holds_only_its_own_runs(queue: str) -> None:
     held, free = queued_run(mine), queued_run(other)
     own_queue = queued_run(mine, queue=OTHER)  # a run's own queue decides, not its task's
     services.queue_pause(queue=queue)
-    assert services.run_claim(run_id=str(held.id), worker="w") is None
-    assert services.run_claim(run_id=str(free.id), worker="w") is not None
-    assert services.run_claim(run_id=str(own_queue.id), worker="w") is not None
+    assert run_execution.run_claim(run_id=str(held.id), worker="w") is None
+    assert run_execution.run_claim(run_id=str(free.id), worker="w") is not None
+    assert run_execution.run_claim(run_id=str(own_queue.id), worker="w") is not None
     assert statuses(held, free, own_queue) == [
         RunStatus.PENDING,
         RunStatus.RUNNING,
@@ -103,7 +105,7 @@ def test_beat_records_the_fires_of_a_paused_queue_pending_and_skips_none(queue: 
     start = task.state.next_run_at
     assert start is not None
     for step in range(3):
-        services.schedule_fire_due(now=start + timedelta(seconds=10 * step), lookahead=timedelta(0))
+        firing.schedule_fire_due(now=start + timedelta(seconds=10 * step), lookahead=timedelta(0))
     fires = Run.objects.filter(task=task, trigger=Trigger.SCHEDULE).order_by("due_at")
     assert [r.status for r in fires] == [RunStatus.PENDING] * 3
     assert [r.scheduled_for for r in fires] == [start + timedelta(seconds=10 * s) for s in range(3)]

@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 from tasks_app import services
 from tasks_app.models import Run, Task
 from tasks_app.services.tokens import token_create
+from tasks_app.worker import run_execution
 from tests.shared import form, queued_run
 
 pytestmark = pytest.mark.django_db
@@ -247,7 +248,7 @@ def test_auto_pause_shortens_its_note_to_the_same_maximum() -> None:
     task = services.task_create(
         id="rules-auto", action="fail", payload={"message": reason}, pause_after_failures=1
     )
-    services.run_execute(run_id=str(queued_run(task).id), worker="w")
+    run_execution.run_execute(run_id=str(queued_run(task).id), worker="w")
     task.refresh_from_db()
     assert task.paused
     assert len(task.state.pause_note) == NOTE_MAX

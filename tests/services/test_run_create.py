@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
+from tasks_app.worker import run_execution
 from tests.stored_rows import run_set, state_set
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +45,7 @@ def test_a_running_task_stays_running() -> None:
     now = timezone.now()
     running = services.run_create(task=task, trigger=Trigger.API, due_at=now, now=now)
     run_set(running.pk, status=RunStatus.QUEUED)
-    assert services.run_claim(run_id=str(running.pk), worker="w") is not None
+    assert run_execution.run_claim(run_id=str(running.pk), worker="w") is not None
     run = schedule(task, 600)
     task.refresh_from_db()
     assert (task.state.status, task.state.next_run_at) == (TaskStatus.RUNNING, run.due_at)
@@ -100,7 +101,7 @@ def test_lifecycle_statements_prepared_unless_turned_off(prepared: bool) -> None
         task = services.task_create(id="report", action="echo", payload={"message": "hi"})
         run = schedule(task, 600)
         run_set(run.pk, status=RunStatus.QUEUED, due_at=timezone.now())  # its instant came
-        done = services.run_execute(run_id=str(run.pk), worker="w1")
+        done = run_execution.run_execute(run_id=str(run.pk), worker="w1")
         assert done is not None
         stored = Run.objects.get(pk=run.pk)
         assert (stored.status, stored.output, stored.worker) == (RunStatus.COMPLETED, "hi", "w1")

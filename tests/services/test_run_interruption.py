@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
+from tasks_app.worker import run_execution
 from tests import processes
 from tests.stored_rows import run_set
 
@@ -126,7 +127,7 @@ def test_a_redelivered_message_of_a_run_whose_executor_died_interrupts_it(
     run = running_run(task)
     hold_executor_lock(other_session, run)
     other_session.close()  # the executor's process died: Postgres drops its lock
-    assert services.run_claim(run_id=str(run.id), worker="w2@host") is None
+    assert run_execution.run_claim(run_id=str(run.id), worker="w2@host") is None
     cut = Run.objects.get(pk=run.pk)
     assert cut.status == RunStatus.INTERRUPTED
     assert cut.error == "interrupted (1 of at most 3): worker lost: w1@host died while running it"
@@ -139,7 +140,7 @@ def test_a_redelivered_message_of_a_run_whose_executor_is_alive_is_ignored(
     task = services.task_create(id="alive", action="noop")
     run = running_run(task)
     hold_executor_lock(other_session, run)  # only the broker connection blinked
-    assert services.run_claim(run_id=str(run.id), worker="w2@host") is None
+    assert run_execution.run_claim(run_id=str(run.id), worker="w2@host") is None
     assert Run.objects.get(pk=run.pk).status == RunStatus.RUNNING
     assert len(attempts(run)) == 1
 
@@ -169,10 +170,10 @@ def test_the_claim_takes_the_executor_lock_and_the_completion_releases_it(
     )
     run_set(run.pk, status=RunStatus.QUEUED, queued_at=now, due_at=now)
     key = "SELECT pg_try_advisory_lock(hashtextextended(%s::text, 0))"
-    claimed = services.run_claim(run_id=str(run.id), worker="w1@host")
+    claimed = run_execution.run_claim(run_id=str(run.id), worker="w1@host")
     assert claimed is not None
     assert other_session.execute(key, [run.pk]).fetchone() == (False,)  # held by the executor
     assert held_here(run) == 1
-    services.run_complete(run=claimed, output="done")
+    run_execution.run_complete(run=claimed, output="done")
     assert held_here(run) == 0  # this session holds it no more
     assert other_session.execute(key, [run.pk]).fetchone() == (True,)

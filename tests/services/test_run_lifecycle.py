@@ -13,7 +13,8 @@ from django.utils import timezone
 from tasks_app import actions, services, store
 from tasks_app.actions import base as actions_base
 from tasks_app.models import Run, RunStatus, Task, TaskState, TaskStatus, Trigger
-from tasks_app.services.run_recovery import run_stop_cancelled
+from tasks_app.worker import run_execution
+from tasks_app.worker.lease_writes import run_stop_cancelled
 from tests.shared import queued_run
 from tests.stored_rows import run_set
 
@@ -23,19 +24,19 @@ pytestmark = pytest.mark.django_db
 def test_claim_starts_a_queued_run_once_and_marks_the_task_running() -> None:
     task = services.task_create(id="claim-me", action="noop")
     run = queued_run(task, late=0.25)
-    claimed = services.run_claim(run_id=str(run.id), worker="w1@host")
+    claimed = run_execution.run_claim(run_id=str(run.id), worker="w1@host")
     assert claimed is not None and claimed.status == RunStatus.RUNNING
     stored = Run.objects.get(pk=run.pk)
     assert stored.worker == "w1@host" and stored.started_at is not None
     assert stored.lateness_ms is not None and stored.lateness_ms >= 250
     assert Task.objects.get(pk=task.pk).state.status == TaskStatus.RUNNING
     # The same message delivered again (or a second worker) changes nothing.
-    assert services.run_claim(run_id=str(run.id), worker="w2@host") is None
+    assert run_execution.run_claim(run_id=str(run.id), worker="w2@host") is None
     assert Run.objects.get(pk=run.pk).worker == "w1@host"
 
 
 def test_a_message_that_names_no_run_is_ignored() -> None:
-    assert services.run_claim(run_id="not-a-uuid", worker="w") is None
+    assert run_execution.run_claim(run_id="not-a-uuid", worker="w") is None
 
 
 def test_claim_past_the_deadline_expires_the_run_with_its_deadline_in_the_error() -> None:
@@ -43,7 +44,7 @@ def test_claim_past_the_deadline_expires_the_run_with_its_deadline_in_the_error(
     run = queued_run(task, late=30)
     deadline = timezone.now() - timedelta(seconds=10)
     Run.objects.filter(pk=run.pk).update(expires_at=deadline)
-    assert services.run_claim(run_id=str(run.id), worker="w") is None
+    assert run_execution.run_claim(run_id=str(run.id), worker="w") is None
     stored = Run.objects.get(pk=run.pk)
     assert stored.status == RunStatus.EXPIRED
     stamp = deadline.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -57,9 +58,9 @@ def test_a_paused_task_holds_delayed_runs_skips_fires_and_runs_what_a_person_ask
     manual = queued_run(task, trigger=Trigger.MANUAL)
     services.task_pause(task=task, note="maintenance")
     fire = queued_run(task, trigger=Trigger.SCHEDULE)  # queued as the pause committed
-    assert services.run_claim(run_id=str(delayed.id), worker="w") is None
-    assert services.run_claim(run_id=str(fire.id), worker="w") is None
-    assert services.run_claim(run_id=str(manual.id), worker="w") is not None
+    assert run_execution.run_claim(run_id=str(delayed.id), worker="w") is None
+    assert run_execution.run_claim(run_id=str(fire.id), worker="w") is None
+    assert run_execution.run_claim(run_id=str(manual.id), worker="w") is not None
     statuses = dict(Run.objects.filter(task=task).values_list("id", "status"))
     assert statuses[delayed.id] == RunStatus.PENDING
     assert statuses[fire.id] == RunStatus.SKIPPED
@@ -69,11 +70,11 @@ def test_a_paused_task_holds_delayed_runs_skips_fires_and_runs_what_a_person_ask
 
 def test_complete_records_the_output_and_shows_the_next_waiting_run() -> None:
     task = services.task_create(id="report", action="echo", payload={"message": "hi"})
-    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    run = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert run is not None
     later = services.task_schedule_once(task=task, delay_seconds=600)
     TaskState.objects.filter(pk=task.pk).update(consecutive_failures=2)
-    services.run_complete(run=run, output="hi", result={"n": 1})
+    run_execution.run_complete(run=run, output="hi", result={"n": 1})
     stored = Run.objects.get(pk=run.pk)
     assert (stored.status, stored.output, stored.result) == (RunStatus.COMPLETED, "hi", {"n": 1})
     task.refresh_from_db()
@@ -91,10 +92,10 @@ def test_output_and_error_with_nul_characters_are_recorded() -> None:
     """Postgres text cannot hold NUL: a program that prints one (``cat /proc/self/environ``,
     a binary file) still gets its outcome recorded, the NUL shown as U+FFFD."""
     task = services.task_create(id="binary", action="noop")
-    done = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    done = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert done is not None
-    services.run_complete(run=done, output="A=1\x00B=2\x00")
-    failed = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    run_execution.run_complete(run=done, output="A=1\x00B=2\x00")
+    failed = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert failed is not None
     services.run_fail(run=failed, error="exited 1\n\nPATH=/bin\x00")
     assert Run.objects.get(pk=done.pk).output == "A=1\ufffdB=2\ufffd"
@@ -103,7 +104,7 @@ def test_output_and_error_with_nul_characters_are_recorded() -> None:
 
 def test_failure_is_retried_while_retries_remain_then_fails_the_task() -> None:
     task = services.task_create(id="flaky", action="noop", max_retries=1)
-    first = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    first = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert first is not None
     services.run_fail(run=first, error="boom")
     retry = Run.objects.get(first_attempt=first.pk)
@@ -112,7 +113,7 @@ def test_failure_is_retried_while_retries_remain_then_fails_the_task() -> None:
     assert retry.due_at > timezone.now()
 
     run_set(retry.pk, status=RunStatus.QUEUED, due_at=timezone.now())  # its backoff passed
-    second = services.run_claim(run_id=str(retry.id), worker="w")
+    second = run_execution.run_claim(run_id=str(retry.id), worker="w")
     assert second is not None
     services.run_fail(run=second, error="boom again")
     assert Run.objects.get(pk=retry.pk).status == RunStatus.FAILED
@@ -144,7 +145,7 @@ def test_a_claimed_run_executes_and_records_its_outcome_with_the_task_fields_it_
         pause_after_failures=2,
     )
     run = queued_run(task)
-    done = services.run_execute(run_id=str(run.id), worker="w")
+    done = run_execution.run_execute(run_id=str(run.id), worker="w")
     assert done is not None and Run.objects.get(pk=run.pk).status == expected
     columns = set(re.findall(r'"task\.(\w+)"', store.queries()["claim_run"]))
     claimed = {f.attname for f in Task._meta.concrete_fields if f.column in columns}
@@ -166,7 +167,7 @@ def test_cancel_stops_a_waiting_run_at_once_and_asks_a_running_one_to_stop() -> 
     task.refresh_from_db()
     assert (task.state.status, task.state.next_run_at) == (TaskStatus.CANCELLED, None)
 
-    running = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    running = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert running is not None
     asked = services.run_cancel(run=running)
     assert asked.status == RunStatus.RUNNING and asked.cancel_requested_at is not None
@@ -183,11 +184,11 @@ def test_a_running_run_asked_to_stop_ends_cancelled_however_it_ends(end: str) ->
     """Once a person asked a running run to stop, the store writes its end as ``cancelled``
     whoever records it, with no new attempt (no retry, no interruption's next attempt)."""
     task = services.task_create(id="stop-me", action="noop", max_retries=3)
-    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    run = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert run is not None
     services.run_cancel(run=run)
     if end == "completes":
-        done = services.run_complete(run=run, output="stopped early", result={"step": 3})
+        done = run_execution.run_complete(run=run, output="stopped early", result={"step": 3})
     elif end == "fails":
         done = services.run_fail(run=run, error="RuntimeError: boom", executor=True)
     elif end == "times out":
@@ -219,7 +220,7 @@ def test_a_running_run_asked_to_stop_ends_cancelled_however_it_ends(end: str) ->
 
 def test_a_run_not_asked_to_stop_completes_and_retries_as_before() -> None:
     task = services.task_create(id="left-alone", action="noop", max_retries=1)
-    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    run = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert run is not None
     assert services.run_fail(run=run, error="boom", executor=True).status == RunStatus.RETRYING
     assert Run.objects.filter(first_attempt=run.pk).count() == 1
@@ -230,7 +231,7 @@ def test_cancel_needs_change_run() -> None:
     from django.core.exceptions import PermissionDenied
 
     task = services.task_create(id="guarded", action="noop")
-    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    run = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert run is not None
     viewer = User.objects.create_user("viewer")
     viewer.user_permissions.add(Permission.objects.get(codename="view_run"))
@@ -270,7 +271,7 @@ def test_a_claim_racing_beat_keeps_the_next_fire_beat_wrote() -> None:
 
         def claim() -> None:  # on the thread's own database connection, closed after
             try:
-                claimed.append(services.run_claim(run_id=str(run.id), worker="w"))
+                claimed.append(run_execution.run_claim(run_id=str(run.id), worker="w"))
             finally:
                 connection.close()
 
@@ -300,13 +301,13 @@ def test_the_claim_commits_asynchronously_and_the_completion_durably() -> None:
     task = services.task_create(id="durability", action="noop")
     assert synchronous_commit() == "on"
     with transaction.atomic():  # the claim's transaction, held open to look inside it
-        claimed = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+        claimed = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
         assert claimed is not None and synchronous_commit() == "off"
     assert synchronous_commit() == "on"
     # As a worker runs it: the claim autocommits, then the completion on the same connection.
-    run = services.run_claim(run_id=str(queued_run(task).id), worker="w")
+    run = run_execution.run_claim(run_id=str(queued_run(task).id), worker="w")
     assert run is not None and synchronous_commit() == "on"
-    services.run_complete(run=run)
+    run_execution.run_complete(run=run)
     assert Run.objects.get(pk=run.pk).status == RunStatus.COMPLETED
 
 
@@ -332,7 +333,7 @@ def test_a_run_of_an_action_this_worker_does_not_know_fails_saying_so(
     task = services.task_create(id="new-action", action="deployed_later", max_retries=0)
     run = queued_run(task)
     del action_registry["deployed_later"]  # the worker's process, as it started
-    services.run_execute(run_id=str(run.id), worker="w")
+    run_execution.run_execute(run_id=str(run.id), worker="w")
     failed = Run.objects.get(pk=run.pk)
     assert failed.status == RunStatus.FAILED
     assert failed.error == (

@@ -8,13 +8,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 from tasks_app import services
+from tasks_app.beat.sweep_writes import run_expire_overdue, run_fail_stalled, run_requeue_lost
 from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
-from tasks_app.services.run_recovery import (
-    run_expire_overdue,
-    run_fail_stalled,
-    run_renew_leases,
-    run_requeue_lost,
-)
+from tasks_app.worker.lease_writes import run_renew_leases
 from tests.stored_rows import run_set
 
 pytestmark = pytest.mark.django_db

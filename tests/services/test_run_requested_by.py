@@ -20,8 +20,10 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tasks_app import services
+from tasks_app.beat import firing
 from tasks_app.models import Run, RunStatus, Task
 from tasks_app.services.tokens import token_create
+from tasks_app.worker import run_execution
 from tests.api.conftest import ALL_PERMS, user_with
 from tests.django_tasks import functions
 from tests.stored_rows import run_set
@@ -108,7 +110,7 @@ def test_runs_made_without_a_person_name_what_made_them() -> None:
     )
     Task.objects.filter(pk="declared").update(declared_in="myproject.schedules")
     due = max(Task.objects.get(pk=p).state.next_run_at for p in ("every-10s", "declared"))
-    services.schedule_fire_due(now=due, lookahead=timedelta(seconds=2))
+    firing.schedule_fire_due(now=due, lookahead=timedelta(seconds=2))
     fired = dict(Run.objects.values_list("task_id", "requested_by"))
     assert fired == {"every-10s": "beat", "declared": "schedule:myproject.schedules"}
 
@@ -121,7 +123,7 @@ def test_runs_made_without_a_person_name_what_made_them() -> None:
     run = services.task_execute(task=flaky, by=user_with("erin", *ALL_PERMS))
     assert run.requested_by == "erin"
     run_set(run.pk, status=RunStatus.QUEUED, queued_at=timezone.now())
-    services.run_execute(run_id=str(run.pk), worker="w1")
+    run_execution.run_execute(run_id=str(run.pk), worker="w1")
     retry = Run.objects.get(task=flaky, attempt=2)
     assert retry.requested_by == f"retry:{run.pk}"
     assert task.pk == "every-10s"

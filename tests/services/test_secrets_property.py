@@ -22,10 +22,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from tasks_app import actions, services
+from tasks_app import actions
 from tasks_app.actions import base
 from tasks_app.models import Run, RunStatus, Task
 from tasks_app.services.tokens import token_create
+from tasks_app.worker import run_execution
 from tests.api.conftest import user_with
 from tests.stored_rows import run_set
 
@@ -174,7 +175,7 @@ def test_no_reader_ever_sees_a_secret(vault: None, first: tuple, plan: list[tupl
         elif step[0] == "work" and task.action != "http":  # no request leaves the test
             for waiting in Run.objects.filter(task_id=task_id, status=RunStatus.PENDING):
                 run_set(waiting.pk, status=RunStatus.QUEUED, queued_at=timezone.now())
-                services.run_execute(run_id=str(waiting.pk), worker="w1")
+                run_execution.run_execute(run_id=str(waiting.pk), worker="w1")
 
     browser = Client()
     browser.force_login(viewer)

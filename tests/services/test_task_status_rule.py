@@ -13,8 +13,10 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from tasks_app import services
+from tasks_app.beat import firing
+from tasks_app.beat.sweep_writes import run_expire_overdue
 from tasks_app.models import Run, RunStatus, Task, TaskStatus, Trigger
-from tasks_app.services.run_recovery import run_expire_overdue
+from tasks_app.worker import run_execution
 from tests.processes import wait_until
 from tests.stored_rows import run_set
 
@@ -40,7 +42,7 @@ def expire_by_the_sweep(task: Task) -> None:
 
 def expire_at_the_claim(task: Task) -> None:
     run = waiting_run_past_its_deadline(task, RunStatus.QUEUED)
-    assert services.run_claim(run_id=str(run.pk), worker="w") is None
+    assert run_execution.run_claim(run_id=str(run.pk), worker="w") is None
 
 
 def while_a_completion_holds_the_state_row(run: Run, then: Callable[[], None]) -> None:
@@ -51,7 +53,7 @@ def while_a_completion_holds_the_state_row(run: Run, then: Callable[[], None]) -
     def finish() -> None:
         try:
             with transaction.atomic():
-                services.run_complete(run=run)
+                run_execution.run_complete(run=run)
                 completed.set()
                 assert commit.wait(20)
         except BaseException as exc:  # reported by the test thread
@@ -113,9 +115,9 @@ def test_a_recurring_task_whose_schedule_ended_keeps_its_last_runs_status() -> N
     )
     state = task.load_state()
     assert state.status == TaskStatus.PENDING and state.next_run_at is not None
-    (fire,) = services.schedule_fire_due(now=state.next_run_at, lookahead=timedelta(0))
+    (fire,) = firing.schedule_fire_due(now=state.next_run_at, lookahead=timedelta(0))
     run_set(fire.pk, status=RunStatus.QUEUED, due_at=timezone.now())  # as if its instant came
-    assert services.run_execute(run_id=str(fire.pk), worker="w") is not None
+    assert run_execution.run_execute(run_id=str(fire.pk), worker="w") is not None
     state = task.load_state()
     assert (state.status, state.next_run_at) == (TaskStatus.COMPLETED, None)  # max_runs reached
     services.task_pause(task=task)
@@ -148,7 +150,7 @@ def test_an_edit_saved_while_a_run_finishes_keeps_the_status_the_run_wrote() -> 
         task=task, trigger=Trigger.API, due_at=now + timedelta(hours=1), now=now
     )
     run_set(run.pk, status=RunStatus.QUEUED, due_at=now)
-    claimed = services.run_claim(run_id=str(run.pk), worker="w")
+    claimed = run_execution.run_claim(run_id=str(run.pk), worker="w")
     assert claimed is not None and status(task) == TaskStatus.RUNNING
 
     def edit() -> None:
@@ -177,11 +179,11 @@ def queued_runs(task: Task, count: int) -> list[Run]:
 def test_a_task_stays_running_while_another_of_its_runs_runs() -> None:
     task = services.task_create(id="both", action="noop")  # overlap: allow
     first, second, waiting = queued_runs(task, 3)
-    first, second = (services.run_claim(run_id=str(r.pk), worker="w") for r in (first, second))
+    first, second = (run_execution.run_claim(run_id=str(r.pk), worker="w") for r in (first, second))
     assert first is not None and second is not None
     assert status(task) == TaskStatus.RUNNING
 
-    services.run_complete(run=first, output="done")
+    run_execution.run_complete(run=first, output="done")
     assert status(task) == TaskStatus.RUNNING  # the second one still runs
     services.run_cancel(run=Run.objects.get(pk=waiting.pk))
     assert status(task) == TaskStatus.RUNNING
@@ -193,7 +195,7 @@ def test_a_task_stays_running_while_another_of_its_runs_runs() -> None:
 def test_a_task_waiting_for_its_next_attempt_is_pending_not_running() -> None:
     task = services.task_create(id="flaky", action="noop", max_retries=2, retry_backoff_seconds=60)
     (run,) = queued_runs(task, 1)
-    claimed = services.run_claim(run_id=str(run.pk), worker="w")
+    claimed = run_execution.run_claim(run_id=str(run.pk), worker="w")
     assert claimed is not None
     services.run_fail(run=claimed, error="boom", retryable=True, executor=True)
     assert sorted(Run.objects.filter(task=task).values_list("status", flat=True)) == [
@@ -209,7 +211,9 @@ def test_the_last_of_two_runs_to_end_at_once_leaves_its_task_with_its_outcome() 
     first's lock on the task's state row. Read with the second statement's own snapshot,
     the first run would still look running, and the task would stay running for good."""
     task = services.task_create(id="twice", action="noop")
-    first, second = (services.run_claim(run_id=str(r.pk), worker="w") for r in queued_runs(task, 2))
+    first, second = (
+        run_execution.run_claim(run_id=str(r.pk), worker="w") for r in queued_runs(task, 2)
+    )
     assert first is not None and second is not None
     while_a_completion_holds_the_state_row(
         first, lambda: services.run_fail(run=second, error="boom", retryable=False, executor=True)

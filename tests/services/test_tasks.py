@@ -9,6 +9,7 @@ from django.db import connection
 
 from tasks_app import selectors, services
 from tasks_app.models import Run, Task, TaskStatus, Trigger
+from tasks_app.worker import run_execution
 from tests.shared import queued_run
 
 pytestmark = pytest.mark.django_db
@@ -128,7 +129,7 @@ def test_a_pause_and_a_resume_write_the_tasks_state_row_alone() -> None:
     )
     configured = _task_row_version(task.pk)
     for _ in range(2):
-        services.run_execute(run_id=str(queued_run(task).id), worker="w")
+        run_execution.run_execute(run_id=str(queued_run(task).id), worker="w")
 
     paused = Task.objects.select_related("state", "periodic_task").get(pk=task.pk)
     assert _task_row_version(task.pk) == configured

@@ -1,27 +1,6 @@
-"""Recurring fires, as recorded by the beat process.
-
-Two layers, kept apart on purpose:
-
-* ``tasks_app.timing.task_schedule.plan_task_fires`` is **the per-task decision**: given one task
-  row and ``now``, which fire instants to record and what the task's next fire becomes. It
-  reads no database and no clock. Schedule policies (catch-up, bounds, max_runs, jitter, ...)
-  belong there and only there.
-* :func:`schedule_fire_due` is the set-based writer around it: it locks a batch of due tasks
-  (``FOR UPDATE SKIP LOCKED`` through the partial index ``task_state_next_run_idx``), asks the
-  planner about each, then records every run and advances every task in a handful of
-  statements in **one transaction**, and publishes the runs after commit on one broker
-  channel with batched publisher confirms (``run_release.send_queued``).
-
-**One bad task never stops the others.** Whatever one task's schedule math raises (an
-``OverflowError`` from a huge window, an instant out of range, a corrupt cron or time zone,
-a row a statement refuses), the batch falls back to isolating it (``_fire_isolating``: per
-task for Python errors, halving the batch in savepoints for a failing statement); the task
-is flagged with the reason (``TaskState.schedule_error``, shown as its alarm in the admin, the
-overview and ``/api/health``) and skipped until an edit through the services clears it.
-
-Measured on 2 shared cores (docs/scale.md): 1,000 fires are planned, recorded and published in
-well under a second, which is what 10,000 interval schedules every 10 s need.
-"""
+"""Recurring fires, recorded by beat: the runs of every task whose next fire is due (or, with
+fire-ahead, due within the horizon), in batches, each task's next fire advanced in the same
+statement; a task whose schedule cannot be computed is put in alarm, not the batch."""
 
 from __future__ import annotations
 
@@ -37,15 +16,18 @@ from django_celery_beat.models import PeriodicTask
 from .. import store
 from ..models import RECURRING, Run, RunStatus, Task, Trigger
 from ..selectors import paused_filter
+from ..services.alarms import schedule_error_raise
+from ..services.run_create import new_run, runs_insert
+from ..services.run_release import horizon, send_queued
 from ..timing.task_schedule import fire_due_at, plan_task_fires
 from ..vocabulary.choices import REQUESTED_BY_BEAT, REQUESTED_BY_SCHEDULE
-from .alarms import schedule_error_raise
-from .run_create import new_run, runs_insert
-from .run_release import horizon, send_queued
 
 log = logging.getLogger(__name__)
 
+
 FIRE_BATCH = 1000  # tasks locked and written per transaction
+
+
 MAX_PASSES = 1000  # bound on batches per call (1,000,000 fires)
 
 
