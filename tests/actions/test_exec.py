@@ -315,7 +315,7 @@ def test_a_same_user_program_cannot_read_a_non_dumpable_parents_environ(
 def test_non_dumpable_survives_fork() -> None:
     """Celery's pool processes are forked from the worker after it set the flag."""
     code = (
-        "import os, sys; sys.path.insert(0, sys.argv[1]); from tasks_app import hardening\n"
+        "import os, sys; sys.path.insert(0, sys.argv[1]); from tasks_app.runtime import hardening\n"
         "hardening.make_non_dumpable()\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
