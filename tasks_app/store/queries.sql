@@ -180,16 +180,19 @@ RETURNING task_id;
 -- (tasks_app_released_status: queued at its created_at when due by %(horizon_end)s and
 -- releasable; NULL: pending). A fire already recorded (run_unique_fire) is skipped, not an
 -- error. Returns the ids inserted and their status.
+-- Each row's task is looked up by its key (the LIMIT keeps the planner from joining the
+-- whole task table to a batch it cannot size: a tick reads the due tasks, not every one).
 INSERT INTO tasks_app_run
 SELECT r.*
   FROM jsonb_populate_recordset(NULL::tasks_app_run, %(runs)s::jsonb) AS g
-  JOIN tasks_app_task AS t ON t.id = g.task_id
-  JOIN tasks_app_taskstate AS s ON s.task_id = g.task_id
+ CROSS JOIN LATERAL (
+       SELECT t, s FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id
+        WHERE t.id = g.task_id LIMIT 1) AS k
  CROSS JOIN LATERAL tasks_app_released_status(
-       t, s, g.trigger, g.queue, g.due_at, %(horizon_end)s::timestamptz) AS v(status)
+       k.t, k.s, g.trigger, g.queue, g.due_at, %(horizon_end)s::timestamptz) AS v(status)
  CROSS JOIN LATERAL jsonb_populate_record(
        g, jsonb_build_object(
-           'expires_at', tasks_app_deadline(t, g), 'status', v.status,
+           'expires_at', tasks_app_deadline(k.t, g), 'status', v.status,
            'queued_at', CASE WHEN v.status = 'queued' THEN g.created_at END)) AS r
 ON CONFLICT DO NOTHING
 RETURNING id, status;
