@@ -104,8 +104,8 @@ def test_a_column_added_to_run_needs_no_other_change(tmp_path: Path) -> None:
     try:
         url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{name}"
         env = {**os.environ, "DATABASE_URL": url, "PYTHONPATH": str(tmp_path)}
-        for name in ("DJANGO_SETTINGS_MODULE", "TASKS_EXTRA_APPS", "TASKS_DJANGO_TASKS"):
-            env.pop(name, None)  # the test session's apps live beside the real app
+        for variable in ("DJANGO_SETTINGS_MODULE", "TASKS_EXTRA_APPS", "TASKS_DJANGO_TASKS"):
+            env.pop(variable, None)  # the test session's apps live beside the real app
 
         def run(*args: str) -> str:
             done = subprocess.run(
