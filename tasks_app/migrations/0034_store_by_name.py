@@ -12,7 +12,7 @@ from django.db import migrations, models
 
 # store.schema_sql() as this migration applied it (frozen), and its sha256.
 SCHEMA_FILE = Path(__file__).parent / "sql" / "0034_store_by_name.sql"
-SCHEMA_SHA256 = "b1d1c83ba8bd8c4efd950573d8ac42e662eac84f4ac4e2390e20f15973b9dba4"
+SCHEMA_SHA256 = "8972592907a1b1a6129dfbbcb86c41d7f6505c40c97726c59a28efd38bdcd668"
 PREVIOUS = Path(__file__).parent / "sql" / "0031_flow_limits.sql"
 
 
