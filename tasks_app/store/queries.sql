@@ -58,7 +58,8 @@ RETURNING c.expires_at;
 -- message needs ("task.<column>"). Its status is the release rule's (tasks_app_released_status);
 -- the columns it does not name take their database default.
 WITH task AS (
-    SELECT t, s, tasks_app_released_status(
+    SELECT t.id, t.action, tasks_app_expires_at(t, %(due_at)s::timestamptz) AS expires_at,
+           tasks_app_released_status(
                t, s, %(trigger)s::varchar, %(queue)s::varchar, %(due_at)s::timestamptz,
                %(horizon_end)s::timestamptz) AS status
       FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id
@@ -68,11 +69,11 @@ WITH task AS (
     INSERT INTO tasks_app_run (
         id, task_id, trigger, action, requested_by, payload, queue, priority, due_at,
         scheduled_for, status, queued_at, created_at, expires_at)
-    SELECT %(id)s::uuid, (k.t).id, %(trigger)s::varchar, (k.t).action, %(requested_by)s::varchar,
+    SELECT %(id)s::uuid, k.id, %(trigger)s::varchar, k.action, %(requested_by)s::varchar,
            %(payload)s::jsonb, %(queue)s::varchar, %(priority)s::smallint, %(due_at)s::timestamptz,
            %(due_at)s::timestamptz, k.status,
            CASE WHEN k.status = 'queued' THEN %(created_at)s::timestamptz END,
-           %(created_at)s::timestamptz, tasks_app_expires_at(k.t, %(due_at)s::timestamptz)
+           %(created_at)s::timestamptz, k.expires_at
       FROM task AS k
     RETURNING task_id, due_at, status
 ), moved AS (
@@ -100,7 +101,8 @@ SELECT 1 AS n, c.status, t.id AS "task.id", t.action AS "task.action",
 -- arrays: binding the arrays, the join and the grouping make a single call through it
 -- markedly slower, and a single call is the common enqueue.
 WITH task AS (
-    SELECT t, s, tasks_app_released_status(
+    SELECT t.id, t.action, tasks_app_expires_at(t, %(due_at)s::timestamptz) AS expires_at,
+           tasks_app_released_status(
                t, s, %(trigger)s::varchar, %(queue)s::varchar, %(due_at)s::timestamptz,
                %(horizon_end)s::timestamptz) AS status
       FROM tasks_app_task AS t JOIN tasks_app_taskstate AS s ON s.task_id = t.id
@@ -110,11 +112,11 @@ WITH task AS (
     INSERT INTO tasks_app_run (
         id, task_id, trigger, action, requested_by, payload, queue, priority, due_at,
         scheduled_for, status, queued_at, created_at, expires_at)
-    SELECT i.id, (k.t).id, %(trigger)s::varchar, (k.t).action, %(requested_by)s::varchar,
+    SELECT i.id, k.id, %(trigger)s::varchar, k.action, %(requested_by)s::varchar,
            p.payload, %(queue)s::varchar, %(priority)s::smallint, %(due_at)s::timestamptz,
            %(due_at)s::timestamptz, k.status,
            CASE WHEN k.status = 'queued' THEN %(created_at)s::timestamptz END,
-           %(created_at)s::timestamptz, tasks_app_expires_at(k.t, %(due_at)s::timestamptz)
+           %(created_at)s::timestamptz, k.expires_at
       FROM task AS k,
            unnest(%(ids)s::uuid[]) WITH ORDINALITY AS i(id, n)
            JOIN jsonb_array_elements(%(payloads)s::jsonb) WITH ORDINALITY AS p(payload, n)
