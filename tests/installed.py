@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -67,6 +68,9 @@ class InstalledProject:
 def build(dest: Path) -> InstalledProject:
     """The wheel and the project under ``dest`` (a new, empty folder)."""
     dist, site = dest / "dist", dest / "site"
+    # setuptools copies the package into ROOT/build/lib and keeps what an earlier build left
+    # there: a module since moved or deleted would ship in the wheel beside its successor.
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
     run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(ROOT)], cwd=ROOT)
     (wheel,) = dist.glob("*.whl")
     run(

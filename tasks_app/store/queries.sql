@@ -242,7 +242,7 @@ UPDATE tasks_app_run AS r
 -- beat may have advanced a recurring task's next fire in between, and writing back the
 -- value read would make beat record the same fires again. The claiming session takes the
 -- run's executor lock. Returns the run (its key recorded) and the task's fields its
--- execution reads (store.CLAIMED_TASK_FIELDS), whether the lock was taken (false only on a
+-- execution reads (as "task.<column>"), whether the lock was taken (false only on a
 -- key collision) and a NULL refusal.
 -- When it claims nothing, the one row says why (refused), with the run and those task
 -- fields as the statement saw them (all NULL when the run is gone): 'gone', 'running',
@@ -254,7 +254,7 @@ UPDATE tasks_app_run AS r
 -- until the queue is resumed), 'overlap' (another overlap policy, not checked yet), or the
 -- flow control's verdict ('concurrency', 'line', 'rate:<epoch>'). The conditions of the
 -- claim and the reasons are the same tests, so they are written side by side here and
--- nowhere else; the caller acts on the reason (services.run_lifecycle). The reason is
+-- nowhere else; the caller acts on the reason (worker.run_execution). The reason is
 -- looked up only when the claim updated nothing, by the run's primary key.
 -- The claim's transaction commits asynchronously (async_commit: SET LOCAL
 -- synchronous_commit = off, as a function in the statement itself, so no extra round
