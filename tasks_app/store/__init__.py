@@ -152,6 +152,7 @@ reads_models("enqueue_runs", _TASK)
 reads_models("release_due_runs", _RUN_AND_TASK)
 reads_models("release_runs", _RUN_AND_TASK)
 RUN_FIELDS = tuple(Run._meta.concrete_fields)
+_RESULT = Run._meta.get_field("result")
 
 
 def _execute(name: str, **params: Any) -> int:
@@ -164,6 +165,13 @@ def _one(name: str, **params: Any) -> tuple[Any, ...] | None:
 
 def _first_values(name: str, **params: Any) -> list[Any]:
     return [row[0] for row in fetch_all(name, params)]
+
+
+def _run_with_task(rows: _engine.Rows, row: Sequence[Any]) -> Run:
+    """The run of a row holding a run's columns and its task's (``"task.<column>"``)."""
+    run: Run = rows.model("", row)
+    run.task = rows.model("task.", row)
+    return run
 
 
 # -- runs: made -------------------------------------------------------------------------
@@ -183,10 +191,15 @@ def insert_runs(runs: Sequence[Run], *, horizon_end: datetime | None) -> list[Ru
     already recorded, each queued when due by ``horizon_end`` and releasable (``None``: all
     pending); those inserted, their status and deadline set."""
     rows = Jsonb([_engine.db_values(run, RUN_FIELDS) for run in runs])
-    written = dict(fetch_all("insert_runs", {"runs": rows, "horizon_end": horizon_end}))
+    written = {
+        run_id: (status, expires_at)
+        for run_id, status, expires_at in fetch_all(
+            "insert_runs", {"runs": rows, "horizon_end": horizon_end}
+        )
+    }
     inserted = [run for run in runs if run.id in written]
     for run in inserted:
-        run.status = written[run.id]
+        run.status, run.expires_at = written[run.id]
         run.queued_at = run.created_at if run.status == RunStatus.QUEUED else None
         _engine.saved(run)
     return inserted
@@ -224,9 +237,10 @@ def enqueue_runs(
     else:
         name = "enqueue_runs"
         params["ids"], params["payloads"] = list(ids), Jsonb(list(payloads))
-    rows, row = fetch_models(name, params)
-    if row is None:
+    rows, found = fetch_models(name, params)
+    if not found:
         return None
+    row = found[0]
     status = rows.value("status", row)
     task: Task = rows.model("task.", row)
     first = Run(
@@ -291,14 +305,11 @@ class Claim(NamedTuple):
 def claim_run(*, run_id: UUID, worker: str, now: datetime, overlap_checked: bool) -> Claim:
     """``queued → running`` by ``worker`` at ``now``, or why not (``claim_run``)."""
     params = {"run_id": run_id, "worker": worker, "now": now, "overlap_checked": overlap_checked}
-    rows, row = fetch_models("claim_run", params)
-    assert row is not None  # the statement answers one row: the claim or its refusal
+    rows, (row,) = fetch_models("claim_run", params)  # one row: the claim or its refusal
     refused: str | None = rows.value("refused", row)
     if refused == "gone":
         return Claim(None, refused)
-    run: Run = rows.model("", row)
-    run.task = rows.model("task.", row)
-    return Claim(run, refused)
+    return Claim(_run_with_task(rows, row), refused)
 
 
 class Overlap(NamedTuple):
@@ -329,11 +340,7 @@ def complete_run(
     cancelled_error: str,
 ) -> Completion:
     """``running → completed`` (``cancelled`` if asked to stop) with the run's outcome."""
-    value = (
-        None
-        if result is None
-        else Run._meta.get_field("result").get_db_prep_save(result, connection)
-    )
+    value = None if result is None else _RESULT.get_db_prep_save(result, connection)
     row = _one(
         "complete_run",
         run_id=run_id,
@@ -427,13 +434,8 @@ def move_waiting_run(*, run_id: UUID, due_at: datetime) -> bool:
 
 
 def _released(name: str, params: dict[str, Any]) -> list[Run]:
-    rows, found = _engine.fetch_models_all(name, params)
-    runs = []
-    for row in found:
-        run: Run = rows.model("", row)
-        run.task = rows.model("task.", row)
-        runs.append(run)
-    return sorted(runs, key=lambda r: r.due_at)
+    rows, found = fetch_models(name, params)
+    return sorted((_run_with_task(rows, row) for row in found), key=lambda r: r.due_at)
 
 
 def release_due_runs(

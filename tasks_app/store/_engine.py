@@ -71,17 +71,8 @@ def fetch_one(name: str, params: dict[str, Any]) -> tuple[Any, ...] | None:
         return cur.fetchone()
 
 
-def fetch_models(name: str, params: dict[str, Any]) -> tuple[Rows, tuple[Any, ...] | None]:
-    """Run statement ``name``; how to read its rows by column name, and its first row."""
-    db = connections[DEFAULT_DB_ALIAS]
-    with db.wrap_database_errors, _cursor(db) as cur:
-        cur.execute(queries()[name], params, prepare=True)  # type: ignore[call-overload]
-        row = cur.fetchone()
-        return _rows(name, cur.description), row
-
-
-def fetch_models_all(name: str, params: dict[str, Any]) -> tuple[Rows, list[tuple[Any, ...]]]:
-    """Run statement ``name``; how to read its rows by column name, and all its rows."""
+def fetch_models(name: str, params: dict[str, Any]) -> tuple[Rows, list[tuple[Any, ...]]]:
+    """Run statement ``name``; how to read its rows by column name, and its rows."""
     db = connections[DEFAULT_DB_ALIAS]
     with db.wrap_database_errors, _cursor(db) as cur:
         cur.execute(queries()[name], params, prepare=True)  # type: ignore[call-overload]

@@ -181,7 +181,7 @@ RETURNING task_id;
 -- each with its deadline (tasks_app_deadline) and its status by the release rule
 -- (tasks_app_released_status: queued at its created_at when due by %(horizon_end)s and
 -- releasable; NULL: pending). A fire already recorded (run_unique_fire) is skipped, not an
--- error. Returns the ids inserted and their status.
+-- error. Returns the ids inserted, their status and their deadline.
 -- Each row's task is looked up by its key (the LIMIT keeps the planner from joining the
 -- whole task table to a batch it cannot size: a tick reads the due tasks, not every one).
 INSERT INTO tasks_app_run
@@ -197,7 +197,7 @@ SELECT r.*
            'expires_at', tasks_app_deadline(k.t, g), 'status', v.status,
            'queued_at', CASE WHEN v.status = 'queued' THEN g.created_at END)) AS r
 ON CONFLICT DO NOTHING
-RETURNING id, status;
+RETURNING id, status, expires_at;
 
 -- name: count_failure
 -- One more failure in a row of the task's runs (the streak that pauses it at
